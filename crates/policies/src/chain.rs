@@ -1,0 +1,245 @@
+//! Composition of policies: a chain runs several policies in order and merges what they
+//! ask for.
+//!
+//! Merge rules, per thread: CPU masks intersect (an empty intersection is passed on as
+//! is, and the kernel's guardrail falls back to all CPUs and counts it); for slices and
+//! nice values the last policy in the chain that set one wins; a boost holds while any
+//! policy asks for it. For the global sampling period the last policy that set one wins.
+//! Each member gets its own tick period: the chain ticks at the greatest common divisor
+//! of its members' periods and calls each member when its own period has elapsed.
+
+use cachesched_core::{
+    AddressSample, CoRunSegment, CounterKind, Cpumask, Ctx, Directive, Nanos, Policy, ThreadId,
+};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ThreadWish {
+    mask: Option<Cpumask>,
+    slice: Option<Nanos>,
+    nice: Option<i32>,
+    boost: bool,
+}
+
+#[derive(Default)]
+struct Member {
+    wishes: BTreeMap<ThreadId, ThreadWish>,
+    sampling: Option<u64>,
+    tick: Option<Nanos>,
+    next_tick: Nanos,
+}
+
+/// Several policies run as one. See the [module documentation](self).
+pub struct Chain {
+    name: String,
+    policies: Vec<Box<dyn Policy>>,
+    members: Vec<Member>,
+    merged: BTreeMap<ThreadId, ThreadWish>,
+    sampling: Option<u64>,
+    tick: Option<Nanos>,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl Chain {
+    /// A chain of `policies`, run in the given order.
+    pub fn new(policies: Vec<Box<dyn Policy>>) -> Chain {
+        let name = policies.iter().map(|p| p.name()).collect::<Vec<_>>().join("+");
+        let members = policies.iter().map(|_| Member::default()).collect();
+        Chain {
+            name,
+            policies,
+            members,
+            merged: BTreeMap::new(),
+            sampling: None,
+            tick: None,
+        }
+    }
+
+    /// Number of member policies.
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    /// Whether the chain has no member.
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+
+    /// Runs `f` on member `i` with a private directive buffer, records its wishes and
+    /// forwards the merged result to `ctx`.
+    fn run_member(
+        &mut self,
+        i: usize,
+        ctx: &mut Ctx<'_>,
+        f: &mut dyn FnMut(&mut dyn Policy, &mut Ctx<'_>),
+    ) {
+        let mut buf = Vec::new();
+        {
+            let view = ctx.view();
+            let mut sub = Ctx::new(view, ctx.rng(), &mut buf);
+            f(self.policies[i].as_mut(), &mut sub);
+        }
+        let now = ctx.now();
+        let mut touched = Vec::new();
+        for d in buf {
+            let member = &mut self.members[i];
+            match d {
+                Directive::SetMask { thread, mask } => {
+                    member.wishes.entry(thread).or_default().mask = mask;
+                    touched.push(thread);
+                }
+                Directive::SetSlice { thread, slice } => {
+                    member.wishes.entry(thread).or_default().slice = slice;
+                    touched.push(thread);
+                }
+                Directive::SetNice { thread, nice } => {
+                    member.wishes.entry(thread).or_default().nice = nice;
+                    touched.push(thread);
+                }
+                Directive::Boost { thread, on } => {
+                    member.wishes.entry(thread).or_default().boost = on;
+                    touched.push(thread);
+                }
+                Directive::SetSamplingPeriod { period } => {
+                    member.sampling = period;
+                    let merged = self.members.iter().rev().find_map(|m| m.sampling);
+                    if merged != self.sampling {
+                        self.sampling = merged;
+                        ctx.set_sampling_period(merged);
+                    }
+                }
+                Directive::SetTickPeriod { period } => {
+                    member.tick = period.filter(|p| p.0 > 0);
+                    member.next_tick = now + member.tick.unwrap_or(Nanos::ZERO);
+                    let merged = self
+                        .members
+                        .iter()
+                        .filter_map(|m| m.tick.map(|p| p.0))
+                        .reduce(gcd)
+                        .map(Nanos);
+                    if merged != self.tick {
+                        self.tick = merged;
+                        ctx.set_tick_period(merged);
+                    }
+                }
+            }
+        }
+        touched.sort();
+        touched.dedup();
+        for t in touched {
+            self.forward(t, ctx);
+        }
+    }
+
+    fn forward(&mut self, t: ThreadId, ctx: &mut Ctx<'_>) {
+        let mut m = ThreadWish::default();
+        for member in &self.members {
+            if let Some(w) = member.wishes.get(&t) {
+                m.mask = match (m.mask.take(), &w.mask) {
+                    (Some(a), Some(b)) => Some(a.and(b)),
+                    (a, b) => a.or_else(|| b.clone()),
+                };
+                m.slice = w.slice.or(m.slice);
+                m.nice = w.nice.or(m.nice);
+                m.boost |= w.boost;
+            }
+        }
+        let old = self.merged.get(&t).cloned().unwrap_or_default();
+        if old.mask != m.mask {
+            ctx.set_mask(t, m.mask.clone());
+        }
+        if old.slice != m.slice {
+            ctx.set_slice(t, m.slice);
+        }
+        if old.nice != m.nice {
+            ctx.set_nice(t, m.nice);
+        }
+        if old.boost != m.boost {
+            ctx.boost(t, m.boost);
+        }
+        self.merged.insert(t, m);
+    }
+
+    fn each(&mut self, ctx: &mut Ctx<'_>, f: &mut dyn FnMut(&mut dyn Policy, &mut Ctx<'_>)) {
+        for i in 0..self.policies.len() {
+            self.run_member(i, ctx, f);
+        }
+    }
+}
+
+impl Policy for Chain {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn required_counters(&self) -> Vec<CounterKind> {
+        let mut v: Vec<CounterKind> = self.policies.iter().flat_map(|p| p.required_counters()).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    fn wants_corun_segments(&self) -> bool {
+        self.policies.iter().any(|p| p.wants_corun_segments())
+    }
+
+    fn init(&mut self, ctx: &mut Ctx<'_>) {
+        self.each(ctx, &mut |p, c| p.init(c));
+    }
+
+    fn thread_started(&mut self, ctx: &mut Ctx<'_>, thread: ThreadId) {
+        self.each(ctx, &mut |p, c| p.thread_started(c, thread));
+    }
+
+    fn thread_exited(&mut self, ctx: &mut Ctx<'_>, thread: ThreadId) {
+        self.each(ctx, &mut |p, c| p.thread_exited(c, thread));
+        for m in &mut self.members {
+            m.wishes.remove(&thread);
+        }
+        self.merged.remove(&thread);
+    }
+
+    fn corun_segment(&mut self, ctx: &mut Ctx<'_>, segment: &CoRunSegment) {
+        for i in 0..self.policies.len() {
+            if self.policies[i].wants_corun_segments() {
+                self.run_member(i, ctx, &mut |p, c| p.corun_segment(c, segment));
+            }
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        let now = ctx.now();
+        for i in 0..self.policies.len() {
+            let m = &mut self.members[i];
+            if let Some(p) = m.tick {
+                if now >= m.next_tick {
+                    while m.next_tick <= now {
+                        m.next_tick += p;
+                    }
+                    self.run_member(i, ctx, &mut |p, c| p.tick(c));
+                }
+            }
+        }
+    }
+
+    fn address_sample(&mut self, ctx: &mut Ctx<'_>, sample: &AddressSample) {
+        self.each(ctx, &mut |p, c| p.address_sample(c, sample));
+    }
+
+    fn stats(&self) -> Vec<(String, f64)> {
+        self.policies
+            .iter()
+            .flat_map(|p| {
+                let n = p.name().to_string();
+                p.stats().into_iter().map(move |(k, v)| (format!("{n}.{k}"), v))
+            })
+            .collect()
+    }
+}

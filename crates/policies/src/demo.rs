@@ -1,0 +1,98 @@
+//! A demonstration policy that exercises the whole API end to end: it pins threads to
+//! CPUs round robin (masks), optionally gives them a fixed slice, asks for a periodic
+//! tick and counts the co-run segments it is shown. It is not meant to improve anything.
+
+use cachesched_core::{CoRunSegment, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId};
+use serde::{Deserialize, Serialize};
+
+/// Configuration of [`Demo`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DemoConfig {
+    /// Pin each new thread to one CPU, round robin (default true).
+    pub pin: bool,
+    /// Slice to give every thread in milliseconds (default: none, the baseline's).
+    pub slice_ms: Option<f64>,
+    /// Tick period in milliseconds (default 10).
+    pub tick_ms: f64,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        DemoConfig {
+            pin: true,
+            slice_ms: None,
+            tick_ms: 10.0,
+        }
+    }
+}
+
+/// The demonstration policy. See the [module documentation](self).
+#[derive(Debug, Clone)]
+pub struct Demo {
+    config: DemoConfig,
+    next_cpu: usize,
+    ticks: u64,
+    segments: u64,
+    segment_ns: u64,
+}
+
+impl Demo {
+    /// A demo policy with `config`.
+    pub fn new(config: DemoConfig) -> Demo {
+        Demo {
+            config,
+            next_cpu: 0,
+            ticks: 0,
+            segments: 0,
+            segment_ns: 0,
+        }
+    }
+}
+
+fn ms(v: f64) -> Nanos {
+    Nanos((v * 1e6).round().max(0.0) as u64)
+}
+
+impl Policy for Demo {
+    fn name(&self) -> &str {
+        "demo"
+    }
+
+    fn wants_corun_segments(&self) -> bool {
+        true
+    }
+
+    fn init(&mut self, ctx: &mut Ctx<'_>) {
+        ctx.set_tick_period(Some(ms(self.config.tick_ms)));
+    }
+
+    fn thread_started(&mut self, ctx: &mut Ctx<'_>, thread: ThreadId) {
+        if self.config.pin {
+            let n = ctx.topology().nr_cpus();
+            let cpu = CpuId((self.next_cpu % n) as u32);
+            self.next_cpu += 1;
+            ctx.set_mask(thread, Some(Cpumask::from_cpus([cpu])));
+        }
+        if let Some(s) = self.config.slice_ms {
+            ctx.set_slice(thread, Some(ms(s)));
+        }
+    }
+
+    fn corun_segment(&mut self, _ctx: &mut Ctx<'_>, segment: &CoRunSegment) {
+        self.segments += 1;
+        self.segment_ns += segment.duration().0;
+    }
+
+    fn tick(&mut self, _ctx: &mut Ctx<'_>) {
+        self.ticks += 1;
+    }
+
+    fn stats(&self) -> Vec<(String, f64)> {
+        vec![
+            ("ticks".into(), self.ticks as f64),
+            ("corun_segments".into(), self.segments as f64),
+            ("corun_seconds".into(), self.segment_ns as f64 / 1e9),
+        ]
+    }
+}

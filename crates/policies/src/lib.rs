@@ -1,0 +1,12 @@
+//! Scheduling policies, one module per scheduler, and their composition.
+//!
+//! Every policy implements [`cachesched_core::Policy`] and is pure logic: the same value
+//! runs in the simulator and in the Linux daemon.
+
+pub mod chain;
+pub mod demo;
+pub mod registry;
+
+pub use chain::Chain;
+pub use demo::Demo;
+pub use registry::{build_policy, PolicyError, PolicySpec, POLICY_NAMES};

@@ -1,0 +1,103 @@
+//! Building policies from configuration: a [`PolicySpec`] is the serde form used in
+//! scenario files, and `name:key=value,…` is its command-line form.
+
+use crate::demo::{Demo, DemoConfig};
+use cachesched_core::Policy;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Names accepted by [`PolicySpec::parse`].
+pub const POLICY_NAMES: &[&str] = &["demo"];
+
+/// A policy and its configuration, e.g. `{ name = "demo", slice_ms = 10 }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum PolicySpec {
+    /// The demonstration policy ([`Demo`]).
+    Demo(DemoConfig),
+}
+
+/// Errors in a policy specification.
+#[derive(Debug, Error)]
+pub enum PolicyError {
+    /// The name is not a known policy.
+    #[error("unknown policy '{name}'; known policies: {}", POLICY_NAMES.join(", "))]
+    UnknownPolicy {
+        /// The name given.
+        name: String,
+    },
+    /// A parameter is malformed or unknown.
+    #[error("bad parameters for policy '{name}': {reason}")]
+    BadParameters {
+        /// The policy.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl PolicySpec {
+    /// Parses the command-line form `name` or `name:key=value,key=value` (values in
+    /// TOML syntax, e.g. `demo:slice_ms=10,pin=false`).
+    pub fn parse(s: &str) -> Result<PolicySpec, PolicyError> {
+        let (name, params) = s.split_once(':').unwrap_or((s, ""));
+        let name = name.trim();
+        if !POLICY_NAMES.contains(&name) {
+            return Err(PolicyError::UnknownPolicy { name: name.into() });
+        }
+        let mut doc = format!("name = \"{name}\"\n");
+        for kv in params.split(',').filter(|p| !p.trim().is_empty()) {
+            let Some((k, v)) = kv.split_once('=') else {
+                return Err(PolicyError::BadParameters {
+                    name: name.into(),
+                    reason: format!("'{kv}' is not of the form key=value"),
+                });
+            };
+            doc += &format!("{} = {}\n", k.trim(), v.trim());
+        }
+        toml::from_str(&doc).map_err(|e| PolicyError::BadParameters {
+            name: name.into(),
+            reason: e.message().to_string(),
+        })
+    }
+
+    /// The policy's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PolicySpec::Demo(_) => "demo",
+        }
+    }
+}
+
+/// Builds the policy described by `spec`.
+pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
+    match spec {
+        PolicySpec::Demo(c) => Box::new(Demo::new(c.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cli_form_and_rejects_unknowns() {
+        let s = PolicySpec::parse("demo:slice_ms=10,pin=false").unwrap();
+        assert_eq!(
+            s,
+            PolicySpec::Demo(DemoConfig {
+                pin: false,
+                slice_ms: Some(10.0),
+                tick_ms: 10.0
+            })
+        );
+        assert!(matches!(
+            PolicySpec::parse("nosuch"),
+            Err(PolicyError::UnknownPolicy { .. })
+        ));
+        let e = PolicySpec::parse("demo:bogus=1").unwrap_err().to_string();
+        assert!(e.contains("bogus"), "{e}");
+        assert!(PolicySpec::parse("demo:slice_ms").is_err());
+        assert_eq!(build_policy(&s).name(), "demo");
+    }
+}
