@@ -1,0 +1,426 @@
+//! Machine descriptions: shape, caches and timing; the built-in presets of the papers'
+//! machines.
+
+use cachesched_core::topology::{CacheSpec, Topology, TopologyError};
+use cachesched_core::{CacheKind, CacheScope};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// How a core issues instructions from its hardware contexts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CoreKind {
+    /// In-order, fine-grained multithreaded (Niagara): one pipeline shared by the hardware
+    /// contexts; a context that misses waits while the others issue.
+    FineGrained,
+    /// Simultaneous multithreading: `issue_width` pipelines shared by the contexts.
+    Smt,
+    /// One hardware context per core.
+    Single,
+}
+
+/// Core timing model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreModel {
+    /// Issue discipline.
+    pub kind: CoreKind,
+    /// Instructions issued per cycle by the whole core (pipelines shared by its
+    /// contexts); default 1.
+    #[serde(default = "one")]
+    pub issue_width: u32,
+    /// Memory-level parallelism: miss stall cycles are divided by this factor (1 for
+    /// in-order cores; ~2 for out-of-order cores).
+    #[serde(default = "one_f")]
+    pub mlp: f64,
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_f() -> f64 {
+    1.0
+}
+
+/// Memory and interconnect timing.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryModel {
+    /// DRAM access latency in core cycles, excluding bus queueing and transfer.
+    pub latency_cycles: u32,
+    /// Memory bus bandwidth in bytes per core cycle (shared by the whole machine).
+    pub bus_bytes_per_cycle: f64,
+    /// Latency of an access served by another chip's cache, in cycles.
+    #[serde(default = "default_remote")]
+    pub remote_latency_cycles: u32,
+    /// Store-buffer entries per hardware context (stores that miss the L1 occupy one
+    /// until they complete; a full buffer stalls the thread).
+    #[serde(default = "default_sb")]
+    pub store_buffer_entries: u32,
+}
+
+fn default_remote() -> u32 {
+    120
+}
+fn default_sb() -> u32 {
+    8
+}
+
+/// A complete machine description. Unknown keys are rejected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineConfig {
+    /// Name shown in reports.
+    pub name: String,
+    /// Core clock in MHz.
+    pub freq_mhz: u32,
+    /// Number of chips.
+    pub chips: u32,
+    /// Cores per chip.
+    pub cores_per_chip: u32,
+    /// Hardware contexts per core.
+    pub threads_per_core: u32,
+    /// Core timing.
+    pub core: CoreModel,
+    /// Cache levels, innermost first.
+    pub caches: Vec<CacheSpec>,
+    /// Memory timing.
+    pub memory: MemoryModel,
+}
+
+/// Errors building a machine.
+#[derive(Debug, Error)]
+pub enum MachineError {
+    /// No preset of that name.
+    #[error("unknown machine preset '{0}'; run `cachesched machines` for the list")]
+    UnknownPreset(String),
+    /// The description is inconsistent.
+    #[error("invalid machine '{name}': {reason}")]
+    Invalid {
+        /// Machine name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The topology is inconsistent.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}
+
+/// Names of the built-in presets, with a one-line description each.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("niagara-2c", "CASC: 2 in-order cores x 4 hw threads, 992 MHz, shared L2 768 KB 12-way"),
+    ("niagara-8c", "Niagara T1: 8 in-order cores x 4 hw threads, shared L2 3 MB 12-way"),
+    ("t1-dual", "cache-fair: 2 single-threaded cores, 992 MHz, shared L2 256 KB 8-way, 4 GB/s bus"),
+    ("power5-2x2x2", "clustering: 2 chips x 2 cores x 2 SMT, L2 1.875 MB + L3 36 MB per chip"),
+    ("clovertown-2x2", "affinity: 2 chips x 2 cores, L2 4 MB 16-way per chip"),
+    ("clovertown-ump", "affinity: 2 chips x 1 core (unicore multiprocessor), L2 4 MB per chip"),
+    ("xeon-e5-16m", "timeslices: 4 cores sharing a 16 MB LLC"),
+    ("xeon-e5-16m-2c", "timeslices: 2 cores sharing a 16 MB LLC"),
+    ("core2-4m", "timeslices: 2 cores sharing a 4 MB LLC"),
+];
+
+fn c(level: u8, kind: CacheKind, size_kb: u64, ways: u32, line: u32, lat: u32, scope: CacheScope) -> CacheSpec {
+    CacheSpec {
+        level,
+        kind,
+        size_bytes: size_kb << 10,
+        ways,
+        line_bytes: line,
+        latency_cycles: lat,
+        scope,
+    }
+}
+
+use CacheKind::{Data as D, Instruction as I, Unified as U};
+use CacheScope::{Chip, Core};
+
+impl MachineConfig {
+    /// The preset called `name` (see [`PRESETS`]).
+    pub fn preset(name: &str) -> Result<MachineConfig, MachineError> {
+        let inorder = CoreModel {
+            kind: CoreKind::FineGrained,
+            issue_width: 1,
+            mlp: 1.0,
+        };
+        let single = |mlp| CoreModel {
+            kind: CoreKind::Single,
+            issue_width: 1,
+            mlp,
+        };
+        let mem = |lat, bw, remote| MemoryModel {
+            latency_cycles: lat,
+            bus_bytes_per_cycle: bw,
+            remote_latency_cycles: remote,
+            store_buffer_entries: 8,
+        };
+        let m = |freq, chips, cores, threads, core, caches: Vec<CacheSpec>, memory| MachineConfig {
+            name: name.to_string(),
+            freq_mhz: freq,
+            chips,
+            cores_per_chip: cores,
+            threads_per_core: threads,
+            core,
+            caches,
+            memory,
+        };
+        let niagara_l1 = || {
+            vec![
+                c(1, I, 16, 4, 32, 1, Core),
+                c(1, D, 8, 4, 16, 3, Core),
+            ]
+        };
+        let cfg = match name {
+            // Niagara: 3 MB L2 for 8 cores; the CASC paper simulates a quarter of it.
+            // 4 GB/s per 2 cores is a quarter of Niagara's ~20 GB/s DRAM bandwidth.
+            "niagara-2c" => {
+                let mut caches = niagara_l1();
+                caches.push(c(2, U, 768, 12, 64, 22, Chip));
+                m(992, 1, 2, 4, inorder, caches, mem(110, 5.0, 120))
+            }
+            "niagara-8c" => {
+                let mut caches = niagara_l1();
+                caches.push(c(2, U, 3072, 12, 64, 22, Chip));
+                m(992, 1, 8, 4, inorder, caches, mem(110, 20.0, 120))
+            }
+            "t1-dual" => m(
+                992,
+                1,
+                2,
+                1,
+                single(1.0),
+                vec![
+                    c(1, I, 16, 4, 32, 1, Core),
+                    c(1, D, 8, 4, 16, 3, Core),
+                    c(2, U, 256, 8, 64, 22, Chip),
+                ],
+                // 4 GB/s at 992 MHz ≈ 4.03 bytes per cycle
+                mem(110, 4.03, 120),
+            ),
+            // OpenPower 720 (Tam et al., Fig. 1): L2 ~14 cycles, L3 ~90, memory ~310,
+            // cross-chip cache access at least 120 cycles. The real L2 is 1.875 MB
+            // 10-way with 128 B lines (1536 sets).
+            "power5-2x2x2" => m(
+                1500,
+                2,
+                2,
+                2,
+                CoreModel {
+                    kind: CoreKind::Smt,
+                    issue_width: 2,
+                    mlp: 1.5,
+                },
+                vec![
+                    c(1, I, 64, 2, 128, 1, Core),
+                    c(1, D, 64, 4, 128, 2, Core),
+                    c(2, U, 1920, 10, 128, 14, Chip),
+                    c(3, U, 36 * 1024, 12, 256, 90, Chip),
+                ],
+                mem(310, 8.0, 160),
+            ),
+            "clovertown-2x2" | "clovertown-ump" => {
+                let cores = if name == "clovertown-2x2" { 2 } else { 1 };
+                m(
+                    1860,
+                    2,
+                    cores,
+                    1,
+                    single(2.0),
+                    vec![
+                        c(1, I, 32, 8, 64, 1, Core),
+                        c(1, D, 32, 8, 64, 3, Core),
+                        c(2, U, 4096, 16, 64, 14, Chip),
+                    ],
+                    // ~10 GB/s FSB at 1.86 GHz; ~110 ns memory
+                    mem(200, 5.4, 180),
+                )
+            }
+            "xeon-e5-16m" | "xeon-e5-16m-2c" => {
+                let cores = if name == "xeon-e5-16m" { 4 } else { 2 };
+                m(
+                    2000,
+                    1,
+                    cores,
+                    1,
+                    single(2.0),
+                    vec![
+                        c(1, I, 32, 8, 64, 1, Core),
+                        c(1, D, 32, 8, 64, 4, Core),
+                        c(2, U, 256, 8, 64, 12, Core),
+                        c(3, U, 16 * 1024, 16, 64, 40, Chip),
+                    ],
+                    mem(180, 12.0, 150),
+                )
+            }
+            "core2-4m" => m(
+                2400,
+                1,
+                2,
+                1,
+                single(2.0),
+                vec![
+                    c(1, I, 32, 8, 64, 1, Core),
+                    c(1, D, 32, 8, 64, 3, Core),
+                    c(2, U, 4096, 16, 64, 14, Chip),
+                ],
+                mem(220, 4.0, 150),
+            ),
+            _ => return Err(MachineError::UnknownPreset(name.to_string())),
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks the description and builds its topology.
+    pub fn topology(&self) -> Result<Topology, MachineError> {
+        Ok(Topology::symmetric(
+            &self.name,
+            self.freq_mhz,
+            self.chips,
+            self.cores_per_chip,
+            self.threads_per_core,
+            &self.caches,
+        )?)
+    }
+
+    /// Checks the description for consistency.
+    pub fn validate(&self) -> Result<(), MachineError> {
+        let bad = |reason: String| MachineError::Invalid {
+            name: self.name.clone(),
+            reason,
+        };
+        if self.freq_mhz == 0 {
+            return Err(bad("freq_mhz must be positive".into()));
+        }
+        if self.core.issue_width == 0 {
+            return Err(bad("core.issue_width must be at least 1".into()));
+        }
+        if !(self.core.mlp >= 1.0) {
+            return Err(bad("core.mlp must be at least 1".into()));
+        }
+        if self.core.kind == CoreKind::Single && self.threads_per_core != 1 {
+            return Err(bad("a 'single' core has exactly one hardware context".into()));
+        }
+        if !(self.memory.bus_bytes_per_cycle > 0.0) {
+            return Err(bad("memory.bus_bytes_per_cycle must be positive".into()));
+        }
+        if self.memory.store_buffer_entries == 0 {
+            return Err(bad("memory.store_buffer_entries must be at least 1".into()));
+        }
+        if !self.caches.iter().any(|c| c.level == 1 && c.kind != CacheKind::Instruction) {
+            return Err(bad("a level-1 data (or unified) cache is required".into()));
+        }
+        for w in self.caches.windows(2) {
+            if w[1].level < w[0].level {
+                return Err(bad("caches must be listed innermost level first".into()));
+            }
+        }
+        for c in &self.caches {
+            if !c.line_bytes.is_power_of_two() {
+                return Err(bad(format!("L{} line size {} is not a power of two", c.level, c.line_bytes)));
+            }
+        }
+        self.topology()?;
+        Ok(())
+    }
+
+    /// Replaces the size of the last-level cache (keeping ways and line size), e.g. for
+    /// the CASC L2 sweep.
+    pub fn with_llc_bytes(mut self, bytes: u64) -> Result<MachineConfig, MachineError> {
+        let llc = self
+            .caches
+            .iter_mut()
+            .filter(|c| c.kind != CacheKind::Instruction)
+            .max_by_key(|c| c.level)
+            .expect("validated machine has a data cache");
+        llc.size_bytes = bytes;
+        self.name = format!("{}-llc{}k", self.name, bytes >> 10);
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// A machine with this host's topology (from sysfs) and generic timing, for
+    /// simulating "this machine".
+    pub fn from_topology(t: &Topology) -> Result<MachineConfig, MachineError> {
+        let chips = t.nr_chips() as u32;
+        let cores = t.nr_cores() as u32;
+        let threads = (t.nr_cpus() as u32 / cores.max(1)).max(1);
+        let caches: Vec<CacheSpec> = t
+            .caches
+            .iter()
+            .map(|l| CacheSpec {
+                level: l.level,
+                kind: l.kind,
+                size_bytes: l.size_bytes,
+                ways: l.ways,
+                line_bytes: l.line_bytes,
+                latency_cycles: if l.latency_cycles > 0 {
+                    l.latency_cycles
+                } else {
+                    [0, 4, 14, 40, 60][l.level.min(4) as usize]
+                },
+                scope: l.scope,
+            })
+            .collect();
+        let cfg = MachineConfig {
+            name: t.name.clone(),
+            freq_mhz: if t.freq_mhz > 0 { t.freq_mhz } else { 2000 },
+            chips,
+            cores_per_chip: (cores / chips.max(1)).max(1),
+            threads_per_core: threads,
+            core: CoreModel {
+                kind: if threads > 1 { CoreKind::Smt } else { CoreKind::Single },
+                issue_width: 2,
+                mlp: 2.0,
+            },
+            caches,
+            memory: MemoryModel {
+                latency_cycles: 200,
+                bus_bytes_per_cycle: 8.0,
+                remote_latency_cycles: 150,
+                store_buffer_entries: 16,
+            },
+        };
+        if cfg.chips * cfg.cores_per_chip * cfg.threads_per_core != t.nr_cpus() as u32 {
+            return Err(MachineError::Invalid {
+                name: t.name.clone(),
+                reason: "host topology is not symmetric (chips × cores × threads ≠ CPUs); describe it in a machine file".into(),
+            });
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_presets_build() {
+        for (name, _) in PRESETS {
+            let m = MachineConfig::preset(name).unwrap();
+            let t = m.topology().unwrap();
+            assert_eq!(t.nr_cpus() as u32, m.chips * m.cores_per_chip * m.threads_per_core);
+        }
+        let n = MachineConfig::preset("niagara-2c").unwrap();
+        let t = n.topology().unwrap();
+        assert_eq!(t.nr_cpus(), 8);
+        assert_eq!(t.caches[t.llc().unwrap()].size_bytes, 768 << 10);
+        let small = n.with_llc_bytes(48 << 10).unwrap();
+        assert_eq!(small.caches[2].size_bytes, 48 << 10);
+        assert!(MachineConfig::preset("nope").unwrap_err().to_string().contains("cachesched machines"));
+    }
+
+    #[test]
+    fn rejects_unknown_keys_and_bad_values() {
+        let mut m = MachineConfig::preset("t1-dual").unwrap();
+        let text = toml::to_string(&m).unwrap();
+        let back: MachineConfig = toml::from_str(&text).unwrap();
+        assert_eq!(back, m);
+        let err = toml::from_str::<MachineConfig>(&format!("{text}\nbogus = 1\n")).unwrap_err();
+        assert!(err.to_string().contains("bogus"));
+        m.threads_per_core = 2;
+        assert!(m.validate().is_err());
+    }
+}
