@@ -3,6 +3,16 @@
 //! Deterministic: one seed drives everything.
 
 pub mod cache;
+pub mod config;
+pub mod engine;
 pub mod machine;
 pub mod memory;
 pub mod replay;
+pub mod result;
+pub mod sched;
+pub mod workload;
+
+pub use config::{Baseline, KernelConfig, MachineSpec, SimConfig, ThreadGroup};
+pub use engine::{simulate, SimError, Simulation};
+pub use machine::{MachineConfig, PRESETS};
+pub use result::RunResult;

@@ -1,0 +1,250 @@
+//! Configuration of one simulation run. Every field has a documented default; unknown
+//! keys are rejected; the resolved configuration is written beside every result.
+
+use crate::machine::{MachineConfig, MachineError};
+use crate::workload::{profile, LocalityModel, WorkloadError};
+use serde::{Deserialize, Serialize};
+
+/// The kernel's baseline scheduling class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Baseline {
+    /// Linux CFS/EEVDF-like weighted fair scheduling (default).
+    #[default]
+    Cfs,
+    /// Solaris time-sharing-like multi-level feedback queue.
+    Ts,
+    /// Fixed-priority round robin.
+    Rr,
+}
+
+impl Baseline {
+    /// Parses `cfs`, `ts` or `rr`.
+    pub fn parse(s: &str) -> Option<Baseline> {
+        match s {
+            "cfs" => Some(Baseline::Cfs),
+            "ts" => Some(Baseline::Ts),
+            "rr" => Some(Baseline::Rr),
+            _ => None,
+        }
+    }
+
+    /// The short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Baseline::Cfs => "cfs",
+            Baseline::Ts => "ts",
+            Baseline::Rr => "rr",
+        }
+    }
+}
+
+/// Kernel mechanism parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KernelConfig {
+    /// Baseline class (default `cfs`).
+    pub baseline: Baseline,
+    /// Direct cost of a context switch in microseconds (default 2).
+    pub context_switch_us: f64,
+    /// CFS target latency in ms before scaling by 1 + log2(CPUs) (default 6, as Linux).
+    pub cfs_latency_ms: f64,
+    /// CFS minimum granularity in ms before scaling (default 0.75, as Linux).
+    pub cfs_min_granularity_ms: f64,
+    /// CFS wake-up preemption granularity in ms (default 1).
+    pub cfs_wakeup_granularity_ms: f64,
+    /// Round-robin quantum in ms (default 100, as Linux SCHED_RR).
+    pub rr_quantum_ms: f64,
+    /// Load-balancing period in ms (default 4).
+    pub balance_interval_ms: f64,
+    /// A thread that ran within this many microseconds is cache-hot and not migrated by
+    /// the load balancer unless balancing keeps failing (default 500, as Linux).
+    pub migration_cost_us: f64,
+    /// Ignore cache affinity: wake-ups go to a random idle CPU and the balancer ignores
+    /// cache-hotness (default false).
+    pub affinity_oblivious: bool,
+    /// Fail the run if a runnable thread waits this long for a CPU (default 2000 ms).
+    pub starvation_limit_ms: f64,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            baseline: Baseline::Cfs,
+            context_switch_us: 2.0,
+            cfs_latency_ms: 6.0,
+            cfs_min_granularity_ms: 0.75,
+            cfs_wakeup_granularity_ms: 1.0,
+            rr_quantum_ms: 100.0,
+            balance_interval_ms: 4.0,
+            migration_cost_us: 500.0,
+            affinity_oblivious: false,
+            starvation_limit_ms: 2000.0,
+        }
+    }
+}
+
+/// Where the machine comes from: a preset name (optionally resizing the LLC) or a full
+/// inline description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MachineSpec {
+    /// A preset, e.g. `machine = "niagara-2c"`.
+    Preset(String),
+    /// A preset with the last-level cache resized, e.g.
+    /// `machine = { preset = "niagara-2c", llc_kb = 96 }`.
+    Resized {
+        /// Preset name.
+        preset: String,
+        /// New LLC size in KiB.
+        llc_kb: u64,
+    },
+    /// A complete machine description.
+    Custom(Box<MachineConfig>),
+}
+
+impl MachineSpec {
+    /// Resolves to a full machine description.
+    pub fn resolve(&self) -> Result<MachineConfig, MachineError> {
+        match self {
+            MachineSpec::Preset(p) => MachineConfig::preset(p),
+            MachineSpec::Resized { preset, llc_kb } => MachineConfig::preset(preset)?.with_llc_bytes(llc_kb << 10),
+            MachineSpec::Custom(m) => {
+                m.validate()?;
+                Ok((**m).clone())
+            }
+        }
+    }
+}
+
+/// A group of identical threads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadGroup {
+    /// Named profile (see `cachesched workloads`), unless `model` is given.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Explicit locality model.
+    #[serde(default)]
+    pub model: Option<LocalityModel>,
+    /// Number of threads (default 1).
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Whether the threads form one process sharing `shared` regions (default false:
+    /// one process per thread).
+    #[serde(default)]
+    pub same_process: bool,
+    /// Start time in ms (default 0).
+    #[serde(default)]
+    pub start_ms: f64,
+    /// Nice value (default 0).
+    #[serde(default)]
+    pub nice: i32,
+    /// Label used in reports (default: the profile name).
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl ThreadGroup {
+    /// A group of `count` threads of profile `name`.
+    pub fn of(name: &str, count: u32) -> ThreadGroup {
+        ThreadGroup {
+            profile: Some(name.to_string()),
+            model: None,
+            count,
+            same_process: false,
+            start_ms: 0.0,
+            nice: 0,
+            label: None,
+        }
+    }
+
+    /// The locality model and label of this group.
+    pub fn resolve(&self) -> Result<(LocalityModel, String), WorkloadError> {
+        let (model, name) = match (&self.profile, &self.model) {
+            (Some(_), Some(_)) => {
+                return Err(WorkloadError::Invalid("give either profile or model, not both".into()))
+            }
+            (Some(p), None) => (profile(p)?, p.clone()),
+            (None, Some(m)) => (m.clone(), "custom".to_string()),
+            (None, None) => return Err(WorkloadError::Invalid("a thread group needs a profile or a model".into())),
+        };
+        model.validate()?;
+        if !(-20..=19).contains(&self.nice) {
+            return Err(WorkloadError::Invalid(format!("nice {} is outside -20..=19", self.nice)));
+        }
+        if !(self.start_ms >= 0.0) {
+            return Err(WorkloadError::Invalid("start_ms must be non-negative".into()));
+        }
+        Ok((model, self.label.clone().unwrap_or(name)))
+    }
+
+    /// Parses the command-line mix form `profile:count,profile:count`.
+    pub fn parse_mix(s: &str) -> Result<Vec<ThreadGroup>, WorkloadError> {
+        s.split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| {
+                let (name, n) = p.split_once(':').unwrap_or((p, "1"));
+                let count: u32 = n.trim().parse().map_err(|_| {
+                    WorkloadError::Invalid(format!("'{p}': count must be a positive integer (profile:count)"))
+                })?;
+                profile(name.trim())?;
+                Ok(ThreadGroup::of(name.trim(), count))
+            })
+            .collect()
+    }
+}
+
+/// One simulation run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// The machine.
+    pub machine: MachineSpec,
+    /// The threads.
+    pub threads: Vec<ThreadGroup>,
+    /// Kernel parameters and baseline class.
+    #[serde(default)]
+    pub kernel: KernelConfig,
+    /// Simulated duration in ms, including warm-up (default 1000).
+    #[serde(default = "default_duration")]
+    pub duration_ms: f64,
+    /// Counters in the result start after this many ms (default 0).
+    #[serde(default)]
+    pub warmup_ms: f64,
+    /// Timeline sample interval in ms (default 10).
+    #[serde(default = "default_sample")]
+    pub sample_ms: f64,
+    /// The seed that drives everything (default 1).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_duration() -> f64 {
+    1000.0
+}
+fn default_sample() -> f64 {
+    10.0
+}
+fn default_seed() -> u64 {
+    1
+}
+
+impl SimConfig {
+    /// A run of `threads` on `machine` with defaults for everything else.
+    pub fn new(machine: &str, threads: Vec<ThreadGroup>) -> SimConfig {
+        SimConfig {
+            machine: MachineSpec::Preset(machine.to_string()),
+            threads,
+            kernel: KernelConfig::default(),
+            duration_ms: default_duration(),
+            warmup_ms: 0.0,
+            sample_ms: default_sample(),
+            seed: default_seed(),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! What a simulation run reports.
+
+use cachesched_core::Counters;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One thread's result over the measured window (after warm-up).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadResult {
+    /// Thread id.
+    pub id: u32,
+    /// Workload label.
+    pub name: String,
+    /// Process id.
+    pub process: u32,
+    /// Counter deltas over the measured window.
+    pub counters: Counters,
+    /// Share of the measured window spent on a CPU.
+    pub cpu_share: f64,
+    /// Whether the thread exited.
+    pub exited: bool,
+}
+
+/// One CPU's result over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuResult {
+    /// CPU id.
+    pub id: u32,
+    /// Counter deltas over the measured window.
+    pub counters: Counters,
+    /// Fraction of the window a thread was on this CPU.
+    pub busy_fraction: f64,
+}
+
+/// Kernel mechanism statistics.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelStats {
+    /// Context switches.
+    pub context_switches: u64,
+    /// Migrations (a thread ran on a different CPU than last time).
+    pub migrations: u64,
+    /// Threads moved by the load balancer.
+    pub balance_moves: u64,
+    /// Masks that would have left a thread without a CPU and were replaced by all CPUs.
+    pub mask_fallbacks: u64,
+    /// Directives naming a thread that no longer exists.
+    pub stale_directives: u64,
+    /// Policy ticks delivered.
+    pub policy_ticks: u64,
+    /// Co-run segments delivered.
+    pub corun_segments: u64,
+    /// Address samples delivered.
+    pub address_samples: u64,
+}
+
+/// One point of the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    /// End of the interval, ms of simulated time.
+    pub t_ms: f64,
+    /// Instructions per second over the interval (all threads).
+    pub ips: f64,
+    /// L2 miss ratio over the interval.
+    pub l2_miss_ratio: f64,
+    /// LLC misses per 1000 instructions over the interval.
+    pub llc_mpki: f64,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The seed.
+    pub seed: u64,
+    /// Machine name.
+    pub machine: String,
+    /// Baseline class.
+    pub baseline: String,
+    /// Policy (chain) name, or `none`.
+    pub policy: String,
+    /// Measured window in ms of simulated time.
+    pub measured_ms: f64,
+    /// Sum of all threads' counters over the window.
+    pub totals: Counters,
+    /// Instructions per second of simulated time (all threads).
+    pub ips: f64,
+    /// Aggregate L2 miss ratio.
+    pub l2_miss_ratio: f64,
+    /// Aggregate LLC misses per 1000 instructions.
+    pub llc_mpki: f64,
+    /// Standard deviation of threads' CPU shares divided by their mean.
+    pub cpu_share_cv: f64,
+    /// Memory-bus utilisation over the whole run.
+    pub bus_utilization: f64,
+    /// Per-thread results.
+    pub threads: Vec<ThreadResult>,
+    /// Per-CPU results.
+    pub cpus: Vec<CpuResult>,
+    /// Kernel statistics.
+    pub kernel: KernelStats,
+    /// Policy statistics.
+    pub policy_stats: BTreeMap<String, f64>,
+    /// Timeline.
+    pub timeline: Vec<TimelinePoint>,
+}
+
+impl RunResult {
+    /// A short human-readable summary.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "seed {}  machine {}  baseline {}  policy {}\n",
+            self.seed, self.machine, self.baseline, self.policy
+        );
+        s += &format!(
+            "measured {:.1} ms: {:.3e} instr/s, L2 miss ratio {:.4}, LLC MPKI {:.3}, CPU-share CV {:.3}, bus {:.1}%\n",
+            self.measured_ms,
+            self.ips,
+            self.l2_miss_ratio,
+            self.llc_mpki,
+            self.cpu_share_cv,
+            self.bus_utilization * 100.0
+        );
+        s += &format!(
+            "kernel: {} context switches, {} migrations, {} balance moves, {} mask fallbacks\n",
+            self.kernel.context_switches, self.kernel.migrations, self.kernel.balance_moves, self.kernel.mask_fallbacks
+        );
+        s += "  thread name            cpu%     IPC   L1D-miss  L2-miss  LLC-MPKI  remote\n";
+        for t in &self.threads {
+            let c = &t.counters;
+            s += &format!(
+                "  {:>6} {:<14} {:>6.1} {:>7.3} {:>9.4} {:>8.4} {:>9.3} {:>7}\n",
+                t.id,
+                t.name,
+                t.cpu_share * 100.0,
+                c.ipc(),
+                if c.l1d_refs > 0 { c.l1d_misses as f64 / c.l1d_refs as f64 } else { 0.0 },
+                c.l2_miss_ratio(),
+                c.llc_mpki(),
+                c.remote_accesses
+            );
+        }
+        for (k, v) in &self.policy_stats {
+            s += &format!("  policy {k} = {v}\n");
+        }
+        s
+    }
+}
+
+/// Mean and (population) standard deviation.
+pub fn mean_std(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64;
+    (m, var.sqrt())
+}

@@ -1,0 +1,395 @@
+//! Workload generators: each simulated thread is a deterministic stream of operations —
+//! "run `gap` instructions, then access `addr`", "sleep", "exit" — drawn from its own
+//! random stream, so what a thread does never depends on how it was scheduled.
+//!
+//! This module holds the composable locality model (regions with access weights and
+//! patterns, memory intensity, write fraction, base CPI, code footprint, run/sleep
+//! phases) and a few generic named profiles. Profiles emulating specific benchmarks
+//! build on it.
+
+use cachesched_core::{Nanos, SimRng};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// One operation of a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Execute `gap` non-memory instructions, then one memory instruction at `pc`
+    /// accessing `addr`.
+    Access {
+        /// Non-memory instructions before the access.
+        gap: u32,
+        /// Data address.
+        addr: u64,
+        /// Store (true) or load.
+        write: bool,
+        /// Address of the memory instruction (for the instruction cache).
+        pc: u64,
+    },
+    /// Block for this long (I/O, think time), then become runnable again.
+    Sleep(Nanos),
+    /// The thread is done.
+    Exit,
+}
+
+/// A generator of one thread's operations.
+pub trait Workload: Send {
+    /// The next operation.
+    fn next_op(&mut self) -> Op;
+    /// Cycles per instruction when every access hits the L1 (≥ 1 on a single-issue
+    /// pipeline).
+    fn base_cpi(&self) -> f64;
+}
+
+/// How addresses are drawn within a region.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Pattern {
+    /// Uniformly random 8-byte words.
+    Random,
+    /// A sequential scan with the given stride in bytes, wrapping at the end.
+    Stream {
+        /// Stride in bytes.
+        stride: u64,
+    },
+}
+
+/// A memory region of a thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Region {
+    /// Size in KiB.
+    pub kb: u64,
+    /// Relative probability that an access goes to this region.
+    pub weight: f64,
+    /// Address pattern.
+    pub pattern: Pattern,
+    /// Whether the region is shared by all threads of the process (default: private).
+    #[serde(default)]
+    pub shared: bool,
+}
+
+/// A composable locality model. Unknown keys are rejected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalityModel {
+    /// Data regions.
+    pub regions: Vec<Region>,
+    /// Mean number of non-memory instructions between memory accesses (geometric
+    /// distribution).
+    pub gap_mean: f64,
+    /// Fraction of accesses that are stores.
+    #[serde(default)]
+    pub write_fraction: f64,
+    /// Cycles per instruction with a perfect L1 (default 1).
+    #[serde(default = "default_cpi")]
+    pub base_cpi: f64,
+    /// Instruction footprint in KiB, executed as a loop (default 4).
+    #[serde(default = "default_code")]
+    pub code_kb: u64,
+    /// Run this many milliseconds of CPU time between sleeps (default: never sleep).
+    #[serde(default)]
+    pub run_ms: Option<f64>,
+    /// Sleep this long each time (default 1 ms when `run_ms` is set).
+    #[serde(default)]
+    pub sleep_ms: Option<f64>,
+    /// Exit after this many instructions (default: run forever).
+    #[serde(default)]
+    pub instructions: Option<u64>,
+}
+
+fn default_cpi() -> f64 {
+    1.0
+}
+fn default_code() -> u64 {
+    4
+}
+
+/// Errors in a workload description.
+#[derive(Debug, Error, PartialEq)]
+pub enum WorkloadError {
+    /// No such profile.
+    #[error("unknown workload profile '{0}'; run `cachesched workloads` for the list")]
+    UnknownProfile(String),
+    /// A value is out of range.
+    #[error("invalid workload: {0}")]
+    Invalid(String),
+}
+
+impl LocalityModel {
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        let bad = |s: &str| Err(WorkloadError::Invalid(s.to_string()));
+        if self.regions.is_empty() {
+            return bad("a locality model needs at least one region");
+        }
+        if self.regions.iter().any(|r| r.kb == 0 || !(r.weight > 0.0)) {
+            return bad("every region needs kb > 0 and weight > 0");
+        }
+        if self.regions.iter().any(|r| matches!(r.pattern, Pattern::Stream { stride } if stride == 0)) {
+            return bad("a stream stride must be positive");
+        }
+        if !(self.gap_mean >= 0.0) || self.gap_mean > 1e6 {
+            return bad("gap_mean must be between 0 and 1e6");
+        }
+        if !(0.0..=1.0).contains(&self.write_fraction) {
+            return bad("write_fraction must be within 0..=1");
+        }
+        if !(self.base_cpi >= 0.25) {
+            return bad("base_cpi must be at least 0.25");
+        }
+        if self.code_kb == 0 {
+            return bad("code_kb must be positive");
+        }
+        if self.run_ms.is_some_and(|r| !(r > 0.0)) || self.sleep_ms.is_some_and(|s| !(s >= 0.0)) {
+            return bad("run_ms must be positive and sleep_ms non-negative");
+        }
+        Ok(())
+    }
+
+    /// Total data footprint in bytes.
+    pub fn footprint_bytes(&self) -> u64 {
+        self.regions.iter().map(|r| r.kb << 10).sum()
+    }
+}
+
+/// Generic named profiles: `(name, description, model)`.
+pub fn profiles() -> Vec<(&'static str, &'static str, LocalityModel)> {
+    let one = |kb: u64, pattern: Pattern, gap: f64| LocalityModel {
+        regions: vec![Region {
+            kb,
+            weight: 1.0,
+            pattern,
+            shared: false,
+        }],
+        gap_mean: gap,
+        write_fraction: 0.2,
+        base_cpi: 1.0,
+        code_kb: 4,
+        run_ms: None,
+        sleep_ms: None,
+        instructions: None,
+    };
+    vec![
+        ("compute", "4 KB random working set: L1-resident, CPU-bound", one(4, Pattern::Random, 4.0)),
+        ("small", "64 KB random working set: L2-resident", one(64, Pattern::Random, 2.0)),
+        ("medium", "256 KB random working set", one(256, Pattern::Random, 2.0)),
+        ("large", "1 MB random working set: cache-hungry", one(1024, Pattern::Random, 2.0)),
+        ("huge", "8 MB random working set: misses most caches", one(8 * 1024, Pattern::Random, 2.0)),
+        (
+            "stream",
+            "64 MB sequential scan, 8-byte stride",
+            one(64 * 1024, Pattern::Stream { stride: 8 }, 2.0),
+        ),
+        (
+            "hotcold",
+            "80% of accesses to a 32 KB hot set, 20% to 4 MB",
+            LocalityModel {
+                regions: vec![
+                    Region { kb: 32, weight: 0.8, pattern: Pattern::Random, shared: false },
+                    Region { kb: 4096, weight: 0.2, pattern: Pattern::Random, shared: false },
+                ],
+                ..one(1, Pattern::Random, 2.0)
+            },
+        ),
+        (
+            "bigcode",
+            "1 MB instruction footprint, 16 KB data: instruction-cache bound",
+            LocalityModel {
+                code_kb: 1024,
+                ..one(16, Pattern::Random, 3.0)
+            },
+        ),
+    ]
+}
+
+/// The named profile `name`.
+pub fn profile(name: &str) -> Result<LocalityModel, WorkloadError> {
+    profiles()
+        .into_iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, _, m)| m)
+        .ok_or_else(|| WorkloadError::UnknownProfile(name.to_string()))
+}
+
+/// A thread running a [`LocalityModel`].
+#[derive(Debug, Clone)]
+pub struct LocalityThread {
+    model: LocalityModel,
+    rng: SimRng,
+    bases: Vec<u64>,
+    cursors: Vec<u64>,
+    cum_weights: Vec<f64>,
+    code_base: u64,
+    pc: u64,
+    executed: u64,
+    run_left: f64,
+    geo_p: f64,
+}
+
+/// Bytes of virtual address space between processes.
+const PROCESS_SPAN: u64 = 1 << 44;
+/// Bytes of virtual address space between threads' private areas.
+const THREAD_SPAN: u64 = 1 << 36;
+
+impl LocalityThread {
+    /// Thread number `index` (within process `process`) running `model`, drawing from
+    /// `rng`. Private regions of different threads never overlap; shared regions of
+    /// one process coincide.
+    pub fn new(model: LocalityModel, process: u32, index: u32, rng: SimRng) -> LocalityThread {
+        let proc_base = (process as u64 + 1) * PROCESS_SPAN;
+        let mut bases = Vec::new();
+        let mut shared_off = 0u64;
+        let mut private_off = 0u64;
+        for r in &model.regions {
+            let size = r.kb << 10;
+            if r.shared {
+                bases.push(proc_base + shared_off);
+                shared_off += size.next_multiple_of(1 << 20);
+            } else {
+                bases.push(proc_base + (index as u64 + 1) * THREAD_SPAN + private_off);
+                private_off += size.next_multiple_of(1 << 20);
+            }
+        }
+        let total: f64 = model.regions.iter().map(|r| r.weight).sum();
+        let mut acc = 0.0;
+        let cum_weights = model
+            .regions
+            .iter()
+            .map(|r| {
+                acc += r.weight / total;
+                acc
+            })
+            .collect();
+        let code_base = proc_base + (index as u64 + 1) * THREAD_SPAN - (model.code_kb << 10) - 4096;
+        let run_left = model.run_ms.map(|r| r * 1e6).unwrap_or(f64::INFINITY);
+        let geo_p = 1.0 / (model.gap_mean + 1.0);
+        LocalityThread {
+            cursors: vec![0; model.regions.len()],
+            bases,
+            cum_weights,
+            code_base,
+            pc: 0,
+            executed: 0,
+            run_left,
+            geo_p,
+            rng,
+            model,
+        }
+    }
+
+    fn gap(&mut self) -> u32 {
+        if self.model.gap_mean <= 0.0 {
+            return 0;
+        }
+        // geometric number of failures before success, mean = gap_mean
+        let u = self.rng.unit().max(1e-300);
+        (u.ln() / (1.0 - self.geo_p).ln()).floor().min(1e6) as u32
+    }
+}
+
+impl Workload for LocalityThread {
+    fn next_op(&mut self) -> Op {
+        if self.model.instructions.is_some_and(|n| self.executed >= n) {
+            return Op::Exit;
+        }
+        if self.run_left <= 0.0 {
+            self.run_left = self.model.run_ms.unwrap_or(f64::INFINITY) * 1e6;
+            let s = self.model.sleep_ms.unwrap_or(1.0);
+            return Op::Sleep(Nanos((s * 1e6) as u64));
+        }
+        let gap = self.gap();
+        let u = self.rng.unit();
+        let r = self.cum_weights.iter().position(|&c| u < c).unwrap_or(self.cum_weights.len() - 1);
+        let size = self.model.regions[r].kb << 10;
+        let off = match self.model.regions[r].pattern {
+            Pattern::Random => self.rng.below(size / 8) * 8,
+            Pattern::Stream { stride } => {
+                let o = self.cursors[r];
+                self.cursors[r] = (o + stride) % size;
+                o
+            }
+        };
+        let write = self.model.write_fraction > 0.0 && self.rng.chance(self.model.write_fraction);
+        let code = self.model.code_kb << 10;
+        self.pc = (self.pc + 4 * (gap as u64 + 1)) % code;
+        self.executed += gap as u64 + 1;
+        if self.model.run_ms.is_some() {
+            // approximate CPU time at 1 GHz and base CPI; exact time is the kernel's
+            self.run_left -= (gap as f64 + 1.0) * self.model.base_cpi;
+        }
+        Op::Access {
+            gap,
+            addr: self.bases[r] + off,
+            write,
+            pc: self.code_base + self.pc,
+        }
+    }
+
+    fn base_cpi(&self) -> f64 {
+        self.model.base_cpi
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_and_within_regions() {
+        let m = profile("hotcold").unwrap();
+        let mut a = LocalityThread::new(m.clone(), 0, 0, SimRng::new(1));
+        let mut b = LocalityThread::new(m.clone(), 0, 0, SimRng::new(1));
+        let mut hot = 0;
+        for _ in 0..10_000 {
+            let (x, y) = (a.next_op(), b.next_op());
+            assert_eq!(x, y);
+            if let Op::Access { addr, .. } = x {
+                let base = a.bases[0];
+                if addr >= base && addr < base + (32 << 10) {
+                    hot += 1;
+                }
+            }
+        }
+        assert!((7_500..8_500).contains(&hot), "{hot}");
+    }
+
+    #[test]
+    fn private_regions_disjoint_shared_coincide() {
+        let mut m = profile("small").unwrap();
+        m.regions.push(Region { kb: 64, weight: 1.0, pattern: Pattern::Random, shared: true });
+        let t0 = LocalityThread::new(m.clone(), 3, 0, SimRng::new(1));
+        let t1 = LocalityThread::new(m.clone(), 3, 1, SimRng::new(2));
+        let other = LocalityThread::new(m, 4, 0, SimRng::new(3));
+        assert_ne!(t0.bases[0], t1.bases[0]);
+        assert_eq!(t0.bases[1], t1.bases[1]);
+        assert_ne!(t0.bases[1], other.bases[1]);
+    }
+
+    #[test]
+    fn gap_mean_exit_and_sleep() {
+        let mut m = profile("compute").unwrap();
+        m.instructions = Some(50_000);
+        let mut t = LocalityThread::new(m, 0, 0, SimRng::new(9));
+        let mut n = 0u64;
+        let mut accesses = 0u64;
+        loop {
+            match t.next_op() {
+                Op::Access { gap, .. } => {
+                    n += gap as u64 + 1;
+                    accesses += 1;
+                }
+                Op::Exit => break,
+                Op::Sleep(_) => panic!("no sleeps configured"),
+            }
+        }
+        let mean = n as f64 / accesses as f64 - 1.0;
+        assert!((3.6..4.4).contains(&mean), "{mean}");
+        let mut s = profile("compute").unwrap();
+        s.run_ms = Some(0.01);
+        s.sleep_ms = Some(2.0);
+        let mut t = LocalityThread::new(s, 0, 0, SimRng::new(9));
+        assert!((0..100_000).any(|_| t.next_op() == Op::Sleep(Nanos::from_ms(2))));
+        assert!(profile("nope").is_err());
+    }
+}
