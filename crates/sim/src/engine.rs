@@ -268,7 +268,20 @@ impl Kernel {
                     return c;
                 }
             }
-            return idle[0];
+            // spread: the idle CPU on the least loaded chip, then the least loaded core
+            let chip_load = |k: &Kernel, chip: u32| -> usize {
+                k.topo.cpus.iter().filter(|ci| ci.chip == chip).map(|ci| k.nr(ci.id.index())).sum()
+            };
+            let core_load = |k: &Kernel, core: u32| -> usize {
+                k.topo.cpus.iter().filter(|ci| ci.core == core).map(|ci| k.nr(ci.id.index())).sum()
+            };
+            return *idle
+                .iter()
+                .min_by_key(|&&c| {
+                    let ci = self.topo.cpus[c];
+                    (chip_load(self, ci.chip), core_load(self, ci.core), c)
+                })
+                .expect("non-empty");
         }
         let min = allowed.iter().map(|&c| self.nr(c)).min().unwrap_or(0);
         if let Some(last) = th.last_cpu {
@@ -404,10 +417,16 @@ impl Kernel {
     /// Pulls one queued thread to CPU `c` from the busiest CPU. With `idle`, from any
     /// CPU that has a queued thread.
     fn pull(&mut self, c: usize, now: u64, idle: bool) -> bool {
+        let none = vec![false; self.cpus.len()];
+        self.pull_from(c, now, idle, &none).is_some()
+    }
+
+    /// [`Kernel::pull`], skipping `excluded` sources; returns the source CPU.
+    fn pull_from(&mut self, c: usize, now: u64, idle: bool, excluded: &[bool]) -> Option<usize> {
         let here = self.nr(c);
         let mut best: Option<usize> = None;
         for b in 0..self.cpus.len() {
-            if b == c || self.cpus[b].rq.is_empty() {
+            if b == c || excluded[b] || self.cpus[b].rq.is_empty() {
                 continue;
             }
             let nb = self.nr(b);
@@ -422,7 +441,7 @@ impl Kernel {
                 best = Some(b);
             }
         }
-        let Some(b) = best else { return false };
+        let b = best?;
         let ignore_hot = self.kcfg.affinity_oblivious || self.cpus[b].balance_failed > 2;
         let cpu_c = CpuId(c as u32);
         let cand = self.cpus[b].rq.iter().position(|&t| {
@@ -431,7 +450,7 @@ impl Kernel {
         });
         let Some(i) = cand else {
             self.cpus[b].balance_failed += 1;
-            return false;
+            return None;
         };
         self.cpus[b].balance_failed = 0;
         let t = self.cpus[b].rq.remove(i);
@@ -439,13 +458,28 @@ impl Kernel {
         self.threads[t].se.vruntime = self.class.migrate_vruntime(self.threads[t].se.vruntime, fm, tm);
         self.stats.balance_moves += 1;
         self.cpus[c].rq.push(t);
-        true
+        if let Some(cur) = self.cpus[c].current {
+            if self.class.preempts(&self.threads[cur].se, &self.threads[t].se) {
+                self.cpus[c].need_resched = true;
+            }
+        }
+        Some(b)
     }
 
     fn balance(&mut self, now: u64) -> Result<(), SimError> {
+        // One pass: each CPU pulls at most once, and a CPU that gained or lost a thread
+        // in this pass is neither source nor destination again (no ping-pong).
+        let mut touched = vec![false; self.cpus.len()];
         for c in 0..self.cpus.len() {
-            if self.pull(c, now, false) && self.cpus[c].current.is_none() {
-                self.schedule(c, now, false);
+            if touched[c] {
+                continue;
+            }
+            if let Some(b) = self.pull_from(c, now, false, &touched) {
+                touched[c] = true;
+                touched[b] = true;
+                if self.cpus[c].current.is_none() {
+                    self.schedule(c, now, false);
+                }
             }
         }
         // Watchdog and TS aging.
@@ -989,7 +1023,6 @@ impl Simulation {
                 self.k.threads[t].state = State::Sleeping;
                 self.with_policy(&mut |p, c| p.thread_started(c, id));
                 if self.k.threads[t].state == State::Sleeping {
-                    self.k.effective_mask(t);
                     self.k.wake(t, at);
                 }
             }

@@ -1,0 +1,249 @@
+//! The simulated kernel: baseline classes, directives, guardrails, PMU observations and
+//! determinism, each checked by running the real simulation.
+
+use cachesched_core::{AddressSample, CoRunSegment, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId};
+use cachesched_sim::workload::{LocalityModel, Pattern, Region};
+use cachesched_sim::*;
+use std::sync::{Arc, Mutex};
+
+fn cfg(machine: &str, mix: &str, ms: f64) -> SimConfig {
+    let mut c = SimConfig::new(machine, ThreadGroup::parse_mix(mix).unwrap());
+    c.duration_ms = ms;
+    c
+}
+
+/// Applies fixed per-thread wishes at thread start.
+#[derive(Default)]
+struct Fixed {
+    mask: Option<Cpumask>,
+    slice: Option<Nanos>,
+    boost_first: bool,
+    sampling: Option<u64>,
+    segments: Arc<Mutex<Vec<CoRunSegment>>>,
+    samples: Arc<Mutex<Vec<AddressSample>>>,
+}
+
+impl Policy for Fixed {
+    fn name(&self) -> &str {
+        "fixed"
+    }
+    fn wants_corun_segments(&self) -> bool {
+        true
+    }
+    fn init(&mut self, ctx: &mut Ctx<'_>) {
+        ctx.set_sampling_period(self.sampling);
+    }
+    fn thread_started(&mut self, ctx: &mut Ctx<'_>, t: ThreadId) {
+        if let Some(m) = &self.mask {
+            ctx.set_mask(t, Some(m.clone()));
+        }
+        if self.slice.is_some() {
+            ctx.set_slice(t, self.slice);
+        }
+        if self.boost_first && t == ThreadId(0) {
+            ctx.boost(t, true);
+        }
+    }
+    fn corun_segment(&mut self, _ctx: &mut Ctx<'_>, s: &CoRunSegment) {
+        self.segments.lock().unwrap().push(s.clone());
+    }
+    fn address_sample(&mut self, _ctx: &mut Ctx<'_>, s: &AddressSample) {
+        self.samples.lock().unwrap().push(*s);
+    }
+}
+
+fn cpu0() -> Option<Cpumask> {
+    Some(Cpumask::from_cpus([CpuId(0)]))
+}
+
+#[test]
+fn same_seed_same_bytes_different_seed_differs() {
+    let c = cfg("niagara-2c", "large:3,small:3,compute:3", 30.0);
+    let a = serde_json::to_string(&simulate(&c, None).unwrap()).unwrap();
+    let b = serde_json::to_string(&simulate(&c, None).unwrap()).unwrap();
+    assert_eq!(a, b);
+    let mut c2 = c.clone();
+    c2.seed = 2;
+    let d = serde_json::to_string(&simulate(&c2, None).unwrap()).unwrap();
+    assert_ne!(a, d);
+}
+
+#[test]
+fn cfs_is_fair_and_weighted() {
+    let r = simulate(&cfg("t1-dual", "compute:4", 300.0), None).unwrap();
+    for t in &r.threads {
+        assert!((t.cpu_share - 0.5).abs() < 0.08, "share {}", t.cpu_share);
+    }
+    // nice 0 against nice 5 on one CPU: shares follow the weights 1024:335
+    let mut c = cfg("t1-dual", "compute:2", 300.0);
+    c.threads[0].count = 1;
+    let mut low = c.threads[0].clone();
+    low.nice = 5;
+    c.threads.push(low);
+    let p = Fixed { mask: cpu0(), ..Default::default() };
+    let r = simulate(&c, Some(Box::new(p))).unwrap();
+    let ratio = r.threads[0].cpu_share / r.threads[1].cpu_share;
+    assert!((ratio - 1024.0 / 335.0).abs() < 0.4, "weight ratio {ratio}");
+    assert!(r.cpus[1].busy_fraction < 0.01, "CPU 1 must stay idle");
+}
+
+#[test]
+fn custom_slices_cut_context_switches() {
+    let base = cfg("t1-dual", "compute:2", 400.0);
+    let pin = |slice| Fixed { mask: cpu0(), slice, ..Default::default() };
+    let short = simulate(&base, Some(Box::new(pin(None)))).unwrap();
+    let long = simulate(&base, Some(Box::new(pin(Some(Nanos::from_ms(45)))))).unwrap();
+    assert!(
+        short.kernel.context_switches > 4 * long.kernel.context_switches,
+        "{} vs {}",
+        short.kernel.context_switches,
+        long.kernel.context_switches
+    );
+    assert!(long.kernel.context_switches >= 6);
+}
+
+#[test]
+fn ts_and_rr_baselines_run_and_rr_priority_starves_with_watchdog() {
+    for b in [Baseline::Ts, Baseline::Rr] {
+        let mut c = cfg("niagara-2c", "compute:12", 300.0);
+        c.kernel.baseline = b;
+        let r = simulate(&c, None).unwrap();
+        assert_eq!(r.baseline, b.name());
+        assert!(r.threads.iter().all(|t| t.cpu_share > 0.2), "{b:?}");
+    }
+    // fixed priority: a higher-priority CPU hog pinned beside a lower one starves it
+    let mut c = cfg("t1-dual", "compute:1", 500.0);
+    c.kernel.baseline = Baseline::Rr;
+    c.kernel.starvation_limit_ms = 100.0;
+    c.threads[0].nice = -5;
+    c.threads.push(ThreadGroup::of("compute", 1));
+    let err = simulate(&c, Some(Box::new(Fixed { mask: cpu0(), ..Default::default() }))).unwrap_err();
+    match err {
+        SimError::Starvation { thread, limit_ms, .. } => {
+            assert_eq!(thread, ThreadId(1));
+            assert_eq!(limit_ms, 100.0);
+        }
+        e => panic!("expected a liveness failure, got {e}"),
+    }
+}
+
+#[test]
+fn empty_mask_falls_back_and_is_counted() {
+    let p = Fixed { mask: Some(Cpumask::from_cpus([CpuId(99)])), ..Default::default() };
+    let r = simulate(&cfg("t1-dual", "compute:2", 50.0), Some(Box::new(p))).unwrap();
+    assert_eq!(r.kernel.mask_fallbacks, 2);
+    assert!(r.threads.iter().all(|t| t.cpu_share > 0.9));
+}
+
+#[test]
+fn boost_wins_the_cpu() {
+    let p = Fixed { mask: cpu0(), boost_first: true, ..Default::default() };
+    let r = simulate(&cfg("t1-dual", "compute:2", 100.0), Some(Box::new(p))).unwrap();
+    assert!(r.threads[0].cpu_share > 0.95 && r.threads[1].cpu_share < 0.05);
+}
+
+#[test]
+fn corun_segments_describe_who_shared_the_cache() {
+    let segs = Arc::new(Mutex::new(Vec::new()));
+    let p = Fixed { segments: segs.clone(), ..Default::default() };
+    let r = simulate(&cfg("niagara-2c", "small:10", 100.0), Some(Box::new(p))).unwrap();
+    let segs = segs.lock().unwrap();
+    assert!(segs.len() > 20, "{} segments", segs.len());
+    let l2: Vec<&CoRunSegment> = segs.iter().filter(|s| s.cache_level == 2).collect();
+    let mut covered = 0u64;
+    for s in &l2 {
+        assert!(s.end > s.start && !s.members.is_empty() && s.members.len() <= 8);
+        let mut ids: Vec<u32> = s.members.iter().map(|m| m.thread.0).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), s.members.len(), "a thread appears once per segment");
+        covered += s.duration().0;
+    }
+    // L2 segments tile the run (one instance covering all 8 CPUs): no gap, no overlap
+    for w in l2.windows(2) {
+        assert_eq!(w[0].end, w[1].start);
+    }
+    assert!(covered > 50_000_000 && covered <= 100_000_000, "{covered}");
+    let seg_instr: u64 = l2.iter().map(|s| s.total().instructions).sum();
+    assert!(seg_instr as f64 > 0.5 * r.totals.instructions as f64);
+    assert!(seg_instr <= r.totals.instructions);
+    assert_eq!(r.kernel.corun_segments as usize, segs.len());
+}
+
+fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
+    let mut g = ThreadGroup::of("compute", threads);
+    g.profile = None;
+    g.same_process = true;
+    g.model = Some(LocalityModel {
+        regions: vec![
+            Region { kb: 4, weight: 0.6, pattern: Pattern::Random, shared: false },
+            Region { kb: 64, weight: 0.4, pattern: Pattern::Random, shared: true },
+        ],
+        gap_mean: 3.0,
+        write_fraction,
+        base_cpi: 1.0,
+        code_kb: 2,
+        run_ms: None,
+        sleep_ms: None,
+        instructions: None,
+    });
+    g
+}
+
+#[test]
+fn cross_chip_sharing_is_remote_and_sampled() {
+    let mut c = SimConfig::new("power5-2x2x2", vec![sharing(4, 0.3)]);
+    c.duration_ms = 40.0;
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    // spread over both chips (4 threads on 8 CPUs: the kernel spreads them)
+    let p = Fixed { sampling: Some(50), samples: samples.clone(), ..Default::default() };
+    let spread = simulate(&c, Some(Box::new(p))).unwrap();
+    // all on chip 0
+    let chip0 = Cpumask::parse_list("0-3").unwrap();
+    let together = simulate(&c, Some(Box::new(Fixed { mask: Some(chip0), ..Default::default() }))).unwrap();
+    let rs = spread.totals.remote_accesses;
+    let rt = together.totals.remote_accesses;
+    assert!(rs > 1000 && rt == 0, "remote accesses: spread {rs}, together {rt}");
+    assert!(spread.totals.remote_stall_cycles > 0);
+    assert!(together.ips > spread.ips * 1.1, "co-locating sharers must pay off");
+    let n = samples.lock().unwrap().len() as u64;
+    assert!(n.abs_diff(rs / 50) <= 1, "{n} samples for {rs} remote accesses");
+    assert!(samples.lock().unwrap().iter().all(|s| s.addr.0 >> 44 == 1));
+}
+
+#[test]
+fn affinity_oblivious_mode_migrates_more() {
+    let mut g = ThreadGroup::of("small", 3);
+    let mut m = cachesched_sim::workload::profile("small").unwrap();
+    m.run_ms = Some(0.5);
+    m.sleep_ms = Some(0.3);
+    g.profile = None;
+    g.model = Some(m);
+    let mut c = SimConfig::new("clovertown-2x2", vec![g]);
+    c.duration_ms = 100.0;
+    let aware = simulate(&c, None).unwrap();
+    c.kernel.affinity_oblivious = true;
+    let oblivious = simulate(&c, None).unwrap();
+    assert!(
+        oblivious.kernel.migrations > 3 * aware.kernel.migrations.max(1),
+        "{} vs {}",
+        oblivious.kernel.migrations,
+        aware.kernel.migrations
+    );
+    // sleeping threads use less than a whole CPU
+    assert!(aware.threads.iter().all(|t| t.cpu_share > 0.2 && t.cpu_share < 0.9));
+}
+
+#[test]
+fn bad_configuration_is_named() {
+    let mut c = cfg("t1-dual", "compute:1", 10.0);
+    c.warmup_ms = 20.0;
+    assert!(simulate(&c, None).unwrap_err().to_string().contains("warmup_ms"));
+    let c = cfg("no-such-machine", "compute:1", 10.0);
+    assert!(simulate(&c, None).unwrap_err().to_string().contains("no-such-machine"));
+    assert!(ThreadGroup::parse_mix("compute:x").unwrap_err().to_string().contains("count"));
+    assert!(ThreadGroup::parse_mix("nosuch:1").unwrap_err().to_string().contains("nosuch"));
+    let text = "machine = \"t1-dual\"\nthreads = []\nbogus_key = 3\n";
+    let e = toml::from_str::<SimConfig>(text).unwrap_err().to_string();
+    assert!(e.contains("bogus_key"), "{e}");
+}
