@@ -1,11 +1,16 @@
 //! `cachesched`: cache-aware scheduling on a simulated machine or a real Linux host.
 
+mod experiment;
+mod info_cmd;
 mod replay_cmd;
+mod simulate_cmd;
+mod svg;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-/// Cache-aware operating-system scheduling for multicore processors.
+/// Cache-aware operating-system scheduling for multicore processors: simulate the
+/// papers' machines and schedulers, run experiments, replay traces.
 #[derive(Parser, Debug)]
 #[command(name = "cachesched", version, about, long_about = None)]
 struct Cli {
@@ -15,14 +20,36 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Simulate a workload mix on a simulated machine under a baseline and policies.
+    Simulate(simulate_cmd::SimulateArgs),
+    /// Run an experiment scenario (TOML): many runs in parallel, results, plots, report.
+    Experiment(experiment::ExperimentArgs),
+    /// List the built-in machine presets and their shapes.
+    Machines,
+    /// Show this host's topology (from sysfs), or a preset's with --machine.
+    Topology(info_cmd::TopologyArgs),
+    /// List the built-in workload profiles.
+    Workloads,
     /// Replay a valgrind lackey trace through an I1/D1/LL hierarchy with cachegrind's
     /// rules and print cachegrind's `events:`/`summary:` lines.
     Replay(replay_cmd::ReplayArgs),
 }
 
-fn main() -> Result<()> {
+fn main() {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Replay(a) => replay_cmd::run(a),
+    let res: Result<i32> = match cli.command {
+        Command::Simulate(a) => simulate_cmd::run(a),
+        Command::Experiment(a) => experiment::run(a),
+        Command::Machines => info_cmd::machines().map(|_| 0),
+        Command::Topology(a) => info_cmd::topology(a).map(|_| 0),
+        Command::Workloads => info_cmd::workloads().map(|_| 0),
+        Command::Replay(a) => replay_cmd::run(a).map(|_| 0),
+    };
+    match res {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
     }
 }

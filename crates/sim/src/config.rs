@@ -3,6 +3,7 @@
 
 use crate::machine::{MachineConfig, MachineError};
 use crate::workload::{profile, LocalityModel, WorkloadError};
+use cachesched_policies::PolicySpec;
 use serde::{Deserialize, Serialize};
 
 /// The kernel's baseline scheduling class.
@@ -210,6 +211,9 @@ pub struct SimConfig {
     /// Kernel parameters and baseline class.
     #[serde(default)]
     pub kernel: KernelConfig,
+    /// Policies on top of the baseline, run as a chain in this order (default: none).
+    #[serde(default)]
+    pub policies: Vec<PolicySpec>,
     /// Simulated duration in ms, including warm-up (default 1000).
     #[serde(default = "default_duration")]
     pub duration_ms: f64,
@@ -241,10 +245,21 @@ impl SimConfig {
             machine: MachineSpec::Preset(machine.to_string()),
             threads,
             kernel: KernelConfig::default(),
+            policies: Vec::new(),
             duration_ms: default_duration(),
             warmup_ms: 0.0,
             sample_ms: default_sample(),
             seed: default_seed(),
         }
+    }
+}
+
+impl SimConfig {
+    /// This configuration with the machine replaced by its full resolved description,
+    /// as written beside results.
+    pub fn resolved(&self) -> Result<SimConfig, MachineError> {
+        let mut c = self.clone();
+        c.machine = MachineSpec::Custom(Box::new(self.machine.resolve()?));
+        Ok(c)
     }
 }

@@ -33,6 +33,7 @@ use crate::result::{mean_std, CpuResult, KernelStats, RunResult, ThreadResult, T
 use crate::sched::{Class, SchedEntity};
 use crate::workload::{LocalityThread, Op, Workload, WorkloadError};
 use cachesched_core::policy::KernelView;
+use cachesched_policies::{build_policy, Chain};
 use cachesched_core::{
     AddressSample, Addr, CacheKind, CoRunMember, CoRunSegment, CounterKind, Counters, CpuId, Cpumask, Ctx,
     Directive, Nanos, Policy, SimRng, ThreadId, ThreadInfo, ThreadView, Topology,
@@ -766,7 +767,8 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    /// Builds a simulation of `cfg`, with `policy` (if any) on top of the baseline.
+    /// Builds a simulation of `cfg` with `policy` (if any) on top of the baseline; see
+    /// [`build_chain`] for the configured policies.
     pub fn new(cfg: &SimConfig, policy: Option<Box<dyn Policy>>) -> Result<Simulation, SimError> {
         let machine = cfg.machine.resolve()?;
         let topo = machine.topology()?;
@@ -1194,7 +1196,21 @@ impl Simulation {
     }
 }
 
-/// Runs `cfg` with `policy` to completion, without progress reporting.
-pub fn simulate(cfg: &SimConfig, policy: Option<Box<dyn Policy>>) -> Result<RunResult, SimError> {
-    Simulation::new(cfg, policy)?.run(&mut |_| true)
+/// Builds the policy chain `cfg.policies` describes (`None` if empty).
+pub fn build_chain(cfg: &SimConfig) -> Option<Box<dyn Policy>> {
+    match cfg.policies.len() {
+        0 => None,
+        1 => Some(build_policy(&cfg.policies[0])),
+        _ => Some(Box::new(Chain::new(cfg.policies.iter().map(build_policy).collect()))),
+    }
+}
+
+/// Runs `cfg` (with its configured policies) to completion, without progress reporting.
+pub fn simulate(cfg: &SimConfig) -> Result<RunResult, SimError> {
+    Simulation::new(cfg, build_chain(cfg))?.run(&mut |_| true)
+}
+
+/// Runs `cfg` with `policy` instead of the configured policies.
+pub fn simulate_with(cfg: &SimConfig, policy: Box<dyn Policy>) -> Result<RunResult, SimError> {
+    Simulation::new(cfg, Some(policy))?.run(&mut |_| true)
 }

@@ -13,6 +13,6 @@ pub mod sched;
 pub mod workload;
 
 pub use config::{Baseline, KernelConfig, MachineSpec, SimConfig, ThreadGroup};
-pub use engine::{simulate, SimError, Simulation};
+pub use engine::{build_chain, simulate, simulate_with, SimError, Simulation};
 pub use machine::{MachineConfig, PRESETS};
 pub use result::RunResult;

@@ -59,18 +59,18 @@ fn cpu0() -> Option<Cpumask> {
 #[test]
 fn same_seed_same_bytes_different_seed_differs() {
     let c = cfg("niagara-2c", "large:3,small:3,compute:3", 30.0);
-    let a = serde_json::to_string(&simulate(&c, None).unwrap()).unwrap();
-    let b = serde_json::to_string(&simulate(&c, None).unwrap()).unwrap();
+    let a = serde_json::to_string(&simulate(&c).unwrap()).unwrap();
+    let b = serde_json::to_string(&simulate(&c).unwrap()).unwrap();
     assert_eq!(a, b);
     let mut c2 = c.clone();
     c2.seed = 2;
-    let d = serde_json::to_string(&simulate(&c2, None).unwrap()).unwrap();
+    let d = serde_json::to_string(&simulate(&c2).unwrap()).unwrap();
     assert_ne!(a, d);
 }
 
 #[test]
 fn cfs_is_fair_and_weighted() {
-    let r = simulate(&cfg("t1-dual", "compute:4", 300.0), None).unwrap();
+    let r = simulate(&cfg("t1-dual", "compute:4", 300.0)).unwrap();
     for t in &r.threads {
         assert!((t.cpu_share - 0.5).abs() < 0.08, "share {}", t.cpu_share);
     }
@@ -81,7 +81,7 @@ fn cfs_is_fair_and_weighted() {
     low.nice = 5;
     c.threads.push(low);
     let p = Fixed { mask: cpu0(), ..Default::default() };
-    let r = simulate(&c, Some(Box::new(p))).unwrap();
+    let r = simulate_with(&c, Box::new(p)).unwrap();
     let ratio = r.threads[0].cpu_share / r.threads[1].cpu_share;
     assert!((ratio - 1024.0 / 335.0).abs() < 0.4, "weight ratio {ratio}");
     assert!(r.cpus[1].busy_fraction < 0.01, "CPU 1 must stay idle");
@@ -91,8 +91,8 @@ fn cfs_is_fair_and_weighted() {
 fn custom_slices_cut_context_switches() {
     let base = cfg("t1-dual", "compute:2", 400.0);
     let pin = |slice| Fixed { mask: cpu0(), slice, ..Default::default() };
-    let short = simulate(&base, Some(Box::new(pin(None)))).unwrap();
-    let long = simulate(&base, Some(Box::new(pin(Some(Nanos::from_ms(45)))))).unwrap();
+    let short = simulate_with(&base, Box::new(pin(None))).unwrap();
+    let long = simulate_with(&base, Box::new(pin(Some(Nanos::from_ms(45))))).unwrap();
     assert!(
         short.kernel.context_switches > 4 * long.kernel.context_switches,
         "{} vs {}",
@@ -107,7 +107,7 @@ fn ts_and_rr_baselines_run_and_rr_priority_starves_with_watchdog() {
     for b in [Baseline::Ts, Baseline::Rr] {
         let mut c = cfg("niagara-2c", "compute:12", 300.0);
         c.kernel.baseline = b;
-        let r = simulate(&c, None).unwrap();
+        let r = simulate(&c).unwrap();
         assert_eq!(r.baseline, b.name());
         assert!(r.threads.iter().all(|t| t.cpu_share > 0.2), "{b:?}");
     }
@@ -117,7 +117,7 @@ fn ts_and_rr_baselines_run_and_rr_priority_starves_with_watchdog() {
     c.kernel.starvation_limit_ms = 100.0;
     c.threads[0].nice = -5;
     c.threads.push(ThreadGroup::of("compute", 1));
-    let err = simulate(&c, Some(Box::new(Fixed { mask: cpu0(), ..Default::default() }))).unwrap_err();
+    let err = simulate_with(&c, Box::new(Fixed { mask: cpu0(), ..Default::default() })).unwrap_err();
     match err {
         SimError::Starvation { thread, limit_ms, .. } => {
             assert_eq!(thread, ThreadId(1));
@@ -130,7 +130,7 @@ fn ts_and_rr_baselines_run_and_rr_priority_starves_with_watchdog() {
 #[test]
 fn empty_mask_falls_back_and_is_counted() {
     let p = Fixed { mask: Some(Cpumask::from_cpus([CpuId(99)])), ..Default::default() };
-    let r = simulate(&cfg("t1-dual", "compute:2", 50.0), Some(Box::new(p))).unwrap();
+    let r = simulate_with(&cfg("t1-dual", "compute:2", 50.0), Box::new(p)).unwrap();
     assert_eq!(r.kernel.mask_fallbacks, 2);
     assert!(r.threads.iter().all(|t| t.cpu_share > 0.9));
 }
@@ -138,7 +138,7 @@ fn empty_mask_falls_back_and_is_counted() {
 #[test]
 fn boost_wins_the_cpu() {
     let p = Fixed { mask: cpu0(), boost_first: true, ..Default::default() };
-    let r = simulate(&cfg("t1-dual", "compute:2", 100.0), Some(Box::new(p))).unwrap();
+    let r = simulate_with(&cfg("t1-dual", "compute:2", 100.0), Box::new(p)).unwrap();
     assert!(r.threads[0].cpu_share > 0.95 && r.threads[1].cpu_share < 0.05);
 }
 
@@ -146,7 +146,7 @@ fn boost_wins_the_cpu() {
 fn corun_segments_describe_who_shared_the_cache() {
     let segs = Arc::new(Mutex::new(Vec::new()));
     let p = Fixed { segments: segs.clone(), ..Default::default() };
-    let r = simulate(&cfg("niagara-2c", "small:10", 100.0), Some(Box::new(p))).unwrap();
+    let r = simulate_with(&cfg("niagara-2c", "small:10", 100.0), Box::new(p)).unwrap();
     let segs = segs.lock().unwrap();
     assert!(segs.len() > 20, "{} segments", segs.len());
     let l2: Vec<&CoRunSegment> = segs.iter().filter(|s| s.cache_level == 2).collect();
@@ -197,10 +197,10 @@ fn cross_chip_sharing_is_remote_and_sampled() {
     let samples = Arc::new(Mutex::new(Vec::new()));
     // spread over both chips (4 threads on 8 CPUs: the kernel spreads them)
     let p = Fixed { sampling: Some(50), samples: samples.clone(), ..Default::default() };
-    let spread = simulate(&c, Some(Box::new(p))).unwrap();
+    let spread = simulate_with(&c, Box::new(p)).unwrap();
     // all on chip 0
     let chip0 = Cpumask::parse_list("0-3").unwrap();
-    let together = simulate(&c, Some(Box::new(Fixed { mask: Some(chip0), ..Default::default() }))).unwrap();
+    let together = simulate_with(&c, Box::new(Fixed { mask: Some(chip0), ..Default::default() })).unwrap();
     let rs = spread.totals.remote_accesses;
     let rt = together.totals.remote_accesses;
     assert!(rs > 1000 && rt == 0, "remote accesses: spread {rs}, together {rt}");
@@ -221,9 +221,9 @@ fn affinity_oblivious_mode_migrates_more() {
     g.model = Some(m);
     let mut c = SimConfig::new("clovertown-2x2", vec![g]);
     c.duration_ms = 100.0;
-    let aware = simulate(&c, None).unwrap();
+    let aware = simulate(&c).unwrap();
     c.kernel.affinity_oblivious = true;
-    let oblivious = simulate(&c, None).unwrap();
+    let oblivious = simulate(&c).unwrap();
     assert!(
         oblivious.kernel.migrations > 3 * aware.kernel.migrations.max(1),
         "{} vs {}",
@@ -238,9 +238,9 @@ fn affinity_oblivious_mode_migrates_more() {
 fn bad_configuration_is_named() {
     let mut c = cfg("t1-dual", "compute:1", 10.0);
     c.warmup_ms = 20.0;
-    assert!(simulate(&c, None).unwrap_err().to_string().contains("warmup_ms"));
+    assert!(simulate(&c).unwrap_err().to_string().contains("warmup_ms"));
     let c = cfg("no-such-machine", "compute:1", 10.0);
-    assert!(simulate(&c, None).unwrap_err().to_string().contains("no-such-machine"));
+    assert!(simulate(&c).unwrap_err().to_string().contains("no-such-machine"));
     assert!(ThreadGroup::parse_mix("compute:x").unwrap_err().to_string().contains("count"));
     assert!(ThreadGroup::parse_mix("nosuch:1").unwrap_err().to_string().contains("nosuch"));
     let text = "machine = \"t1-dual\"\nthreads = []\nbogus_key = 3\n";

@@ -40,7 +40,7 @@ fn run(m: MachineConfig, threads: u32, model: LocalityModel) -> Point {
     cfg.machine = MachineSpec::Custom(Box::new(m));
     cfg.duration_ms = 40.0;
     cfg.warmup_ms = 10.0;
-    let r = simulate(&cfg, None).unwrap();
+    let r = simulate(&cfg).unwrap();
     let c = r.totals;
     Point {
         l1_miss: c.l1d_misses as f64 / c.l1d_refs as f64,

@@ -1,0 +1,397 @@
+//! `cachesched experiment`: a scenario file → many runs (in parallel, with a progress
+//! bar) → results JSON and CSV, the resolved scenario, SVG plots and a Markdown report.
+//!
+//! A scenario is a base run configuration, a list of *variants* (policies, baseline,
+//! kernel switches), an optional sweep over last-level-cache sizes, and seeds. Every
+//! combination is one run; tables and plots show the mean over seeds.
+
+use crate::simulate_cmd::{interrupt_flag, write_file};
+use crate::svg::{line_chart, Series};
+use anyhow::{bail, Context, Result};
+use cachesched_policies::PolicySpec;
+use cachesched_sim::result::mean_std;
+use cachesched_sim::{Baseline, KernelConfig, MachineSpec, RunResult, SimConfig, SimError, Simulation, ThreadGroup};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Arguments of `cachesched experiment`.
+#[derive(Args, Debug)]
+pub struct ExperimentArgs {
+    /// Scenario file (TOML).
+    scenario: PathBuf,
+    /// Output directory (default: results/<scenario name>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Parallel runs (default: number of CPUs).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+}
+
+/// One variant of a scenario: what differs between compared runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    /// Label in tables and legends.
+    pub label: String,
+    /// Policies (default: none, the baseline alone).
+    #[serde(default)]
+    pub policies: Vec<PolicySpec>,
+    /// Baseline class (default: the scenario's).
+    #[serde(default)]
+    pub baseline: Option<Baseline>,
+    /// Affinity-oblivious kernel (default: the scenario's).
+    #[serde(default)]
+    pub affinity_oblivious: Option<bool>,
+}
+
+/// A sweep over one machine parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// Last-level cache sizes in KiB.
+    pub llc_kb: Vec<u64>,
+}
+
+/// An experiment scenario. Unknown keys are rejected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name (also the default output directory).
+    pub name: String,
+    /// What the scenario shows.
+    #[serde(default)]
+    pub description: String,
+    /// Machine preset or description.
+    pub machine: MachineSpec,
+    /// Threads.
+    pub threads: Vec<ThreadGroup>,
+    /// Kernel parameters shared by all variants.
+    #[serde(default)]
+    pub kernel: KernelConfig,
+    /// Simulated duration per run, ms (default 1000).
+    #[serde(default = "default_duration")]
+    pub duration_ms: f64,
+    /// Warm-up per run, ms (default 0).
+    #[serde(default)]
+    pub warmup_ms: f64,
+    /// Timeline sample interval, ms (default 10).
+    #[serde(default = "default_sample")]
+    pub sample_ms: f64,
+    /// Seeds; each combination runs once per seed (default [1]).
+    #[serde(default = "default_seeds")]
+    pub seeds: Vec<u64>,
+    /// Variants to compare (default: the baseline alone).
+    #[serde(default = "default_variants")]
+    pub variants: Vec<Variant>,
+    /// Optional sweep.
+    #[serde(default)]
+    pub sweep: Option<Sweep>,
+    /// Metrics to tabulate and plot (default: ips, l2_miss_ratio, cpu_share_cv).
+    #[serde(default = "default_metrics")]
+    pub metrics: Vec<String>,
+}
+
+fn default_duration() -> f64 {
+    1000.0
+}
+fn default_sample() -> f64 {
+    10.0
+}
+fn default_seeds() -> Vec<u64> {
+    vec![1]
+}
+fn default_variants() -> Vec<Variant> {
+    vec![Variant {
+        label: "baseline".into(),
+        policies: Vec::new(),
+        baseline: None,
+        affinity_oblivious: None,
+    }]
+}
+fn default_metrics() -> Vec<String> {
+    ["ips", "l2_miss_ratio", "cpu_share_cv"].map(String::from).to_vec()
+}
+
+/// Metrics a scenario may name, with descriptions.
+pub const METRICS: &[(&str, &str)] = &[
+    ("ips", "instructions per second, all threads"),
+    ("l2_miss_ratio", "aggregate L2 miss ratio"),
+    ("llc_mpki", "LLC misses per 1000 instructions"),
+    ("cpu_share_cv", "std. deviation of threads' CPU shares / mean"),
+    ("ipc", "instructions per cycle, summed over threads"),
+    ("context_switches", "context switches"),
+    ("migrations", "migrations"),
+    ("remote_accesses", "accesses served by another chip's cache"),
+    ("bus_utilization", "memory bus utilisation"),
+];
+
+/// The value of metric `name` in `r`.
+pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
+    Some(match name {
+        "ips" => r.ips,
+        "l2_miss_ratio" => r.l2_miss_ratio,
+        "llc_mpki" => r.llc_mpki,
+        "cpu_share_cv" => r.cpu_share_cv,
+        "ipc" => r.threads.iter().map(|t| t.counters.ipc()).sum(),
+        "context_switches" => r.kernel.context_switches as f64,
+        "migrations" => r.kernel.migrations as f64,
+        "remote_accesses" => r.totals.remote_accesses as f64,
+        "bus_utilization" => r.bus_utilization,
+        _ => return None,
+    })
+}
+
+struct Job {
+    variant: usize,
+    llc_kb: Option<u64>,
+    seed: u64,
+    cfg: SimConfig,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    variant: &'a str,
+    llc_kb: Option<u64>,
+    seed: u64,
+    result: &'a RunResult,
+}
+
+impl Scenario {
+    fn validate(&self) -> Result<()> {
+        if self.variants.is_empty() || self.seeds.is_empty() {
+            bail!("a scenario needs at least one variant and one seed");
+        }
+        for m in &self.metrics {
+            if !METRICS.iter().any(|(n, _)| n == m) {
+                let known: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();
+                bail!("unknown metric '{m}'; known metrics: {}", known.join(", "));
+            }
+        }
+        let mut labels: Vec<&str> = self.variants.iter().map(|v| v.label.as_str()).collect();
+        labels.sort();
+        labels.dedup();
+        if labels.len() != self.variants.len() {
+            bail!("variant labels must be unique");
+        }
+        if self.sweep.as_ref().is_some_and(|s| s.llc_kb.is_empty()) {
+            bail!("sweep.llc_kb is empty");
+        }
+        Ok(())
+    }
+
+    fn jobs(&self) -> Result<Vec<Job>> {
+        let sizes: Vec<Option<u64>> = match &self.sweep {
+            Some(s) => s.llc_kb.iter().map(|&k| Some(k)).collect(),
+            None => vec![None],
+        };
+        let base = self.machine.resolve()?;
+        let mut jobs = Vec::new();
+        for &llc in &sizes {
+            let machine = match llc {
+                Some(kb) => MachineSpec::Custom(Box::new(base.clone().with_llc_bytes(kb << 10)?)),
+                None => MachineSpec::Custom(Box::new(base.clone())),
+            };
+            for (vi, v) in self.variants.iter().enumerate() {
+                for &seed in &self.seeds {
+                    let mut kernel = self.kernel.clone();
+                    if let Some(b) = v.baseline {
+                        kernel.baseline = b;
+                    }
+                    if let Some(o) = v.affinity_oblivious {
+                        kernel.affinity_oblivious = o;
+                    }
+                    let cfg = SimConfig {
+                        machine: machine.clone(),
+                        threads: self.threads.clone(),
+                        kernel,
+                        policies: v.policies.clone(),
+                        duration_ms: self.duration_ms,
+                        warmup_ms: self.warmup_ms,
+                        sample_ms: self.sample_ms,
+                        seed,
+                    };
+                    // fail before running anything if a run is misconfigured
+                    Simulation::new(&cfg, None)?;
+                    jobs.push(Job { variant: vi, llc_kb: llc, seed, cfg });
+                }
+            }
+        }
+        Ok(jobs)
+    }
+}
+
+/// Loads and validates a scenario file.
+pub fn load(path: &std::path::Path) -> Result<Scenario> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read scenario file '{}'", path.display()))?;
+    let s: Scenario = toml::from_str(&text).with_context(|| format!("in scenario file '{}'", path.display()))?;
+    s.validate().with_context(|| format!("in scenario file '{}'", path.display()))?;
+    Ok(s)
+}
+
+/// `cachesched experiment`.
+pub fn run(a: ExperimentArgs) -> Result<i32> {
+    let sc = load(&a.scenario)?;
+    let jobs = sc.jobs()?;
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
+    let workers = a
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+        .clamp(1, jobs.len().max(1));
+    println!("seeds {:?}", sc.seeds);
+    println!("scenario {}: {} runs on {} worker(s) -> {}", sc.name, jobs.len(), workers, out.display());
+    let stop = interrupt_flag();
+    let bar = indicatif::ProgressBar::new(jobs.len() as u64 * 100);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed} elapsed, eta {eta}]")
+            .expect("valid template"),
+    );
+    bar.set_message("run-percent");
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<RunResult, SimError>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= jobs.len() || stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let j = &jobs[i];
+                let mut done = 0u64;
+                let res = Simulation::new(&j.cfg, cachesched_sim::build_chain(&j.cfg)).and_then(|sim| {
+                    sim.run(&mut |f| {
+                        let p = (f * 100.0) as u64;
+                        if p > done {
+                            bar.inc(p - done);
+                            done = p;
+                        }
+                        !stop.load(Ordering::SeqCst)
+                    })
+                });
+                bar.inc(100 - done.min(100));
+                results.lock().expect("no panics while holding the lock")[i] = Some(res);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    if stop.load(Ordering::SeqCst) {
+        eprintln!("interrupted; nothing written");
+        return Ok(130);
+    }
+    let mut runs = Vec::new();
+    for (j, r) in jobs.iter().zip(results.into_inner().expect("workers joined")) {
+        let r = r.expect("every job ran").with_context(|| {
+            format!("run '{}' seed {} llc {:?} KiB failed", sc.variants[j.variant].label, j.seed, j.llc_kb)
+        })?;
+        runs.push(r);
+    }
+    write_outputs(&sc, &jobs, &runs, &out)?;
+    Ok(0)
+}
+
+fn write_outputs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &std::path::Path) -> Result<()> {
+    let rows: Vec<Row<'_>> = jobs
+        .iter()
+        .zip(runs)
+        .map(|(j, r)| Row {
+            variant: &sc.variants[j.variant].label,
+            llc_kb: j.llc_kb,
+            seed: j.seed,
+            result: r,
+        })
+        .collect();
+    write_file(&out.join("results.json"), &(serde_json::to_string_pretty(&rows)? + "\n"))?;
+    write_file(&out.join("scenario.resolved.toml"), &toml::to_string(sc)?)?;
+    let mut csv = String::from("variant,llc_kb,seed");
+    for (m, _) in METRICS {
+        csv += &format!(",{m}");
+    }
+    csv += "\n";
+    for row in &rows {
+        csv += &format!("{},{},{}", row.variant, row.llc_kb.map(|k| k.to_string()).unwrap_or_default(), row.seed);
+        for (m, _) in METRICS {
+            csv += &format!(",{}", metric(row.result, m).expect("known metric"));
+        }
+        csv += "\n";
+    }
+    write_file(&out.join("results.csv"), &csv)?;
+    // Means over seeds per (variant, sweep point).
+    let points: Vec<Option<u64>> = match &sc.sweep {
+        Some(s) => s.llc_kb.iter().map(|&k| Some(k)).collect(),
+        None => vec![None],
+    };
+    let stat = |vi: usize, p: Option<u64>, m: &str| -> (f64, f64) {
+        let v: Vec<f64> = jobs
+            .iter()
+            .zip(runs)
+            .filter(|(j, _)| j.variant == vi && j.llc_kb == p)
+            .map(|(_, r)| metric(r, m).expect("known metric"))
+            .collect();
+        mean_std(&v)
+    };
+    let mut md = format!("# {}\n\n{}\n\n", sc.name, sc.description);
+    md += &format!(
+        "Machine `{}`, {} ms per run ({} ms warm-up), seeds {:?}. Mean ± standard deviation over seeds.\n\n",
+        sc.machine.resolve()?.name,
+        sc.duration_ms,
+        sc.warmup_ms,
+        sc.seeds
+    );
+    md += "| variant |";
+    if sc.sweep.is_some() {
+        md += " LLC KiB |";
+    }
+    for m in &sc.metrics {
+        md += &format!(" {m} |");
+    }
+    md += "\n|---|";
+    if sc.sweep.is_some() {
+        md += "---|";
+    }
+    md += &"---|".repeat(sc.metrics.len());
+    md += "\n";
+    for &p in &points {
+        for (vi, v) in sc.variants.iter().enumerate() {
+            md += &format!("| {} |", v.label);
+            if let Some(k) = p {
+                md += &format!(" {k} |");
+            }
+            for m in &sc.metrics {
+                let (mean, sd) = stat(vi, p, m);
+                md += &format!(" {mean:.4e} ± {sd:.1e} |");
+            }
+            md += "\n";
+        }
+    }
+    md += "\n";
+    for m in &sc.metrics {
+        let (xl, labels): (String, Option<Vec<String>>) = match &sc.sweep {
+            Some(_) => ("LLC size (KiB)".into(), None),
+            None => ("variant".into(), Some(sc.variants.iter().map(|v| v.label.clone()).collect())),
+        };
+        let series: Vec<Series> = if sc.sweep.is_some() {
+            sc.variants
+                .iter()
+                .enumerate()
+                .map(|(vi, v)| Series {
+                    label: v.label.clone(),
+                    points: points.iter().map(|&p| (p.unwrap_or(0) as f64, stat(vi, p, m).0)).collect(),
+                })
+                .collect()
+        } else {
+            vec![Series {
+                label: m.clone(),
+                points: (0..sc.variants.len()).map(|vi| (vi as f64, stat(vi, None, m).0)).collect(),
+            }]
+        };
+        let file = format!("{m}.svg");
+        write_file(&out.join(&file), &line_chart(&format!("{}: {m}", sc.name), &xl, m, &series, labels.as_deref()))?;
+        md += &format!("![{m}]({file})\n\n");
+    }
+    write_file(&out.join("report.md"), &md)?;
+    println!("wrote results.json, results.csv, scenario.resolved.toml, report.md and {} plot(s) to {}", sc.metrics.len(), out.display());
+    print!("{}", md.lines().filter(|l| l.starts_with('|')).map(|l| format!("{l}\n")).collect::<String>());
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! `cachesched simulate`.
+
+use crate::info_cmd::load_machine;
+use anyhow::{Context, Result};
+use cachesched_policies::PolicySpec;
+use cachesched_sim::{Baseline, MachineSpec, SimConfig, SimError, Simulation, ThreadGroup};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Arguments of `cachesched simulate`. Flags override the `--config` file.
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// Full run configuration (TOML, the format written beside results).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Machine preset (see `cachesched machines`), `host`, or a machine TOML file.
+    #[arg(long, value_name = "PRESET|FILE")]
+    machine: Option<String>,
+    /// Resize the last-level cache to this many KiB.
+    #[arg(long, value_name = "KIB")]
+    llc_kb: Option<u64>,
+    /// Workload mix as profile:count,… (see `cachesched workloads`).
+    #[arg(long, value_name = "MIX")]
+    mix: Option<String>,
+    /// Baseline scheduling class: cfs, ts or rr.
+    #[arg(long, value_name = "CLASS")]
+    baseline: Option<String>,
+    /// Policy to run on top of the baseline, as name or name:key=value,…; repeat to
+    /// chain several.
+    #[arg(long = "policy", value_name = "SPEC")]
+    policies: Vec<String>,
+    /// Ignore cache affinity in wake-up placement and load balancing.
+    #[arg(long)]
+    affinity_oblivious: bool,
+    /// Simulated duration in milliseconds.
+    #[arg(long, value_name = "MS")]
+    duration_ms: Option<f64>,
+    /// Warm-up in milliseconds, excluded from the results.
+    #[arg(long, value_name = "MS")]
+    warmup_ms: Option<f64>,
+    /// The seed that drives everything.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the full result as JSON to FILE (and the resolved configuration beside it
+    /// as FILE.config.toml).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Print only the seed and JSON-free summary line.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Builds the configuration from a file and flags.
+pub fn build_config(a: &SimulateArgs) -> Result<SimConfig> {
+    let mut cfg = match &a.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("cannot read config file '{}'", p.display()))?;
+            toml::from_str::<SimConfig>(&text).with_context(|| format!("in config file '{}'", p.display()))?
+        }
+        None => SimConfig::new("niagara-2c", ThreadGroup::parse_mix("large:6,medium:6,small:6")?),
+    };
+    if let Some(m) = &a.machine {
+        cfg.machine = if m == "host" {
+            let h = cachesched_linux::read_host_topology()?;
+            MachineSpec::Custom(Box::new(cachesched_sim::MachineConfig::from_topology(&h.topology)?))
+        } else if MachineSpec::Preset(m.clone()).resolve().is_ok() {
+            MachineSpec::Preset(m.clone())
+        } else {
+            MachineSpec::Custom(Box::new(load_machine(m)?))
+        };
+    }
+    if let Some(kb) = a.llc_kb {
+        cfg.machine = MachineSpec::Custom(Box::new(cfg.machine.resolve()?.with_llc_bytes(kb << 10)?));
+    }
+    if let Some(mix) = &a.mix {
+        cfg.threads = ThreadGroup::parse_mix(mix)?;
+    }
+    if let Some(b) = &a.baseline {
+        cfg.kernel.baseline = Baseline::parse(b).with_context(|| format!("unknown baseline '{b}': use cfs, ts or rr"))?;
+    }
+    if !a.policies.is_empty() {
+        cfg.policies = a.policies.iter().map(|s| PolicySpec::parse(s)).collect::<Result<_, _>>()?;
+    }
+    if a.affinity_oblivious {
+        cfg.kernel.affinity_oblivious = true;
+    }
+    if let Some(d) = a.duration_ms {
+        cfg.duration_ms = d;
+    }
+    if let Some(w) = a.warmup_ms {
+        cfg.warmup_ms = w;
+    }
+    if let Some(s) = a.seed {
+        cfg.seed = s;
+    }
+    Ok(cfg)
+}
+
+/// Writes `text` to `path`, creating parent directories.
+pub fn write_file(path: &Path, text: &str) -> Result<()> {
+    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create directory '{}'", d.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write '{}'", path.display()))
+}
+
+/// Sets a flag on Ctrl-C / SIGTERM so long runs stop cleanly.
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    // Installing fails only if a handler exists already (e.g. called twice); the first
+    // handler keeps working then.
+    let _ = ctrlc::set_handler(move || f.store(true, Ordering::SeqCst));
+    flag
+}
+
+/// `cachesched simulate`.
+pub fn run(a: SimulateArgs) -> Result<i32> {
+    let cfg = build_config(&a)?;
+    println!("seed {}", cfg.seed);
+    let sim = Simulation::new(&cfg, cachesched_sim::build_chain(&cfg))?;
+    let stop = interrupt_flag();
+    let bar = indicatif::ProgressBar::new(1000);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {percent}% simulated, {elapsed} elapsed, eta {eta}")
+            .expect("valid template"),
+    );
+    let t0 = std::time::Instant::now();
+    let res = sim.run(&mut |f| {
+        bar.set_position((f * 1000.0) as u64);
+        !stop.load(Ordering::SeqCst)
+    });
+    bar.finish_and_clear();
+    let r = match res {
+        Err(SimError::Interrupted) => {
+            eprintln!("interrupted; nothing written");
+            return Ok(130);
+        }
+        r => r?,
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    if a.quiet {
+        println!("{}", r.summary().lines().nth(1).unwrap_or_default());
+    } else {
+        print!("{}", r.summary());
+    }
+    eprintln!(
+        "simulated {:.1} ms in {wall:.2} s wall: {:.2e} simulated instructions/s",
+        cfg.duration_ms,
+        r.threads.iter().map(|t| t.counters.instructions).sum::<u64>() as f64 / wall
+    );
+    if let Some(p) = &a.json {
+        write_file(p, &(serde_json::to_string_pretty(&r)? + "\n"))?;
+        let cp = PathBuf::from(format!("{}.config.toml", p.display()));
+        write_file(&cp, &toml::to_string(&cfg.resolved()?)?)?;
+        if !a.quiet {
+            println!("wrote {} and {}", p.display(), cp.display());
+        }
+    }
+    Ok(0)
+}
