@@ -10,7 +10,9 @@ use crate::svg::{line_chart, Series};
 use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::result::mean_std;
-use cachesched_sim::{Baseline, KernelConfig, MachineSpec, RunResult, SimConfig, SimError, Simulation, ThreadGroup};
+use cachesched_sim::{
+    Baseline, KernelConfig, MachineSpec, RunResult, SimConfig, SimError, Simulation, ThreadGroup,
+};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -112,7 +114,9 @@ fn default_variants() -> Vec<Variant> {
     }]
 }
 fn default_metrics() -> Vec<String> {
-    ["ips", "l2_miss_ratio", "cpu_share_cv"].map(String::from).to_vec()
+    ["ips", "l2_miss_ratio", "cpu_share_cv"]
+        .map(String::from)
+        .to_vec()
 }
 
 /// Metrics a scenario may name, with descriptions.
@@ -120,7 +124,10 @@ pub const METRICS: &[(&str, &str)] = &[
     ("ips", "instructions per second, all threads"),
     ("l2_miss_ratio", "aggregate L2 miss ratio"),
     ("llc_mpki", "LLC misses per 1000 instructions"),
-    ("cpu_share_cv", "std. deviation of threads' CPU shares / mean"),
+    (
+        "cpu_share_cv",
+        "std. deviation of threads' CPU shares / mean",
+    ),
     ("ipc", "instructions per cycle, summed over threads"),
     ("context_switches", "context switches"),
     ("migrations", "migrations"),
@@ -215,7 +222,12 @@ impl Scenario {
                     };
                     // fail before running anything if a run is misconfigured
                     Simulation::new(&cfg, None)?;
-                    jobs.push(Job { variant: vi, llc_kb: llc, seed, cfg });
+                    jobs.push(Job {
+                        variant: vi,
+                        llc_kb: llc,
+                        seed,
+                        cfg,
+                    });
                 }
             }
         }
@@ -225,9 +237,12 @@ impl Scenario {
 
 /// Loads and validates a scenario file.
 pub fn load(path: &std::path::Path) -> Result<Scenario> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read scenario file '{}'", path.display()))?;
-    let s: Scenario = toml::from_str(&text).with_context(|| format!("in scenario file '{}'", path.display()))?;
-    s.validate().with_context(|| format!("in scenario file '{}'", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read scenario file '{}'", path.display()))?;
+    let s: Scenario =
+        toml::from_str(&text).with_context(|| format!("in scenario file '{}'", path.display()))?;
+    s.validate()
+        .with_context(|| format!("in scenario file '{}'", path.display()))?;
     Ok(s)
 }
 
@@ -235,22 +250,38 @@ pub fn load(path: &std::path::Path) -> Result<Scenario> {
 pub fn run(a: ExperimentArgs) -> Result<i32> {
     let sc = load(&a.scenario)?;
     let jobs = sc.jobs()?;
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
     let workers = a
         .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
         .clamp(1, jobs.len().max(1));
     println!("seeds {:?}", sc.seeds);
-    println!("scenario {}: {} runs on {} worker(s) -> {}", sc.name, jobs.len(), workers, out.display());
+    println!(
+        "scenario {}: {} runs on {} worker(s) -> {}",
+        sc.name,
+        jobs.len(),
+        workers,
+        out.display()
+    );
     let stop = interrupt_flag();
     let bar = indicatif::ProgressBar::new(jobs.len() as u64 * 100);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed} elapsed, eta {eta}]")
-            .expect("valid template"),
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} {msg} [{elapsed} elapsed, eta {eta}]",
+        )
+        .expect("valid template"),
     );
     bar.set_message("run-percent");
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<RunResult, SimError>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
@@ -260,16 +291,17 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
                 }
                 let j = &jobs[i];
                 let mut done = 0u64;
-                let res = Simulation::new(&j.cfg, cachesched_sim::build_chain(&j.cfg)).and_then(|sim| {
-                    sim.run(&mut |f| {
-                        let p = (f * 100.0) as u64;
-                        if p > done {
-                            bar.inc(p - done);
-                            done = p;
-                        }
-                        !stop.load(Ordering::SeqCst)
-                    })
-                });
+                let res =
+                    Simulation::new(&j.cfg, cachesched_sim::build_chain(&j.cfg)).and_then(|sim| {
+                        sim.run(&mut |f| {
+                            let p = (f * 100.0) as u64;
+                            if p > done {
+                                bar.inc(p - done);
+                                done = p;
+                            }
+                            !stop.load(Ordering::SeqCst)
+                        })
+                    });
                 bar.inc(100 - done.min(100));
                 results.lock().expect("no panics while holding the lock")[i] = Some(res);
             });
@@ -281,9 +313,15 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         return Ok(130);
     }
     let mut runs = Vec::new();
-    for (j, r) in jobs.iter().zip(results.into_inner().expect("workers joined")) {
+    for (j, r) in jobs
+        .iter()
+        .zip(results.into_inner().expect("workers joined"))
+    {
         let r = r.expect("every job ran").with_context(|| {
-            format!("run '{}' seed {} llc {:?} KiB failed", sc.variants[j.variant].label, j.seed, j.llc_kb)
+            format!(
+                "run '{}' seed {} llc {:?} KiB failed",
+                sc.variants[j.variant].label, j.seed, j.llc_kb
+            )
         })?;
         runs.push(r);
     }
@@ -291,7 +329,12 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn write_outputs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &std::path::Path) -> Result<()> {
+fn write_outputs(
+    sc: &Scenario,
+    jobs: &[Job],
+    runs: &[RunResult],
+    out: &std::path::Path,
+) -> Result<()> {
     let rows: Vec<Row<'_>> = jobs
         .iter()
         .zip(runs)
@@ -302,7 +345,10 @@ fn write_outputs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &std::pat
             result: r,
         })
         .collect();
-    write_file(&out.join("results.json"), &(serde_json::to_string_pretty(&rows)? + "\n"))?;
+    write_file(
+        &out.join("results.json"),
+        &(serde_json::to_string_pretty(&rows)? + "\n"),
+    )?;
     write_file(&out.join("scenario.resolved.toml"), &toml::to_string(sc)?)?;
     let mut csv = String::from("variant,llc_kb,seed");
     for (m, _) in METRICS {
@@ -310,7 +356,12 @@ fn write_outputs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &std::pat
     }
     csv += "\n";
     for row in &rows {
-        csv += &format!("{},{},{}", row.variant, row.llc_kb.map(|k| k.to_string()).unwrap_or_default(), row.seed);
+        csv += &format!(
+            "{},{},{}",
+            row.variant,
+            row.llc_kb.map(|k| k.to_string()).unwrap_or_default(),
+            row.seed
+        );
         for (m, _) in METRICS {
             csv += &format!(",{}", metric(row.result, m).expect("known metric"));
         }
@@ -369,7 +420,10 @@ fn write_outputs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &std::pat
     for m in &sc.metrics {
         let (xl, labels): (String, Option<Vec<String>>) = match &sc.sweep {
             Some(_) => ("LLC size (KiB)".into(), None),
-            None => ("variant".into(), Some(sc.variants.iter().map(|v| v.label.clone()).collect())),
+            None => (
+                "variant".into(),
+                Some(sc.variants.iter().map(|v| v.label.clone()).collect()),
+            ),
         };
         let series: Vec<Series> = if sc.sweep.is_some() {
             sc.variants
@@ -377,21 +431,45 @@ fn write_outputs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &std::pat
                 .enumerate()
                 .map(|(vi, v)| Series {
                     label: v.label.clone(),
-                    points: points.iter().map(|&p| (p.unwrap_or(0) as f64, stat(vi, p, m).0)).collect(),
+                    points: points
+                        .iter()
+                        .map(|&p| (p.unwrap_or(0) as f64, stat(vi, p, m).0))
+                        .collect(),
                 })
                 .collect()
         } else {
             vec![Series {
                 label: m.clone(),
-                points: (0..sc.variants.len()).map(|vi| (vi as f64, stat(vi, None, m).0)).collect(),
+                points: (0..sc.variants.len())
+                    .map(|vi| (vi as f64, stat(vi, None, m).0))
+                    .collect(),
             }]
         };
         let file = format!("{m}.svg");
-        write_file(&out.join(&file), &line_chart(&format!("{}: {m}", sc.name), &xl, m, &series, labels.as_deref()))?;
+        write_file(
+            &out.join(&file),
+            &line_chart(
+                &format!("{}: {m}", sc.name),
+                &xl,
+                m,
+                &series,
+                labels.as_deref(),
+            ),
+        )?;
         md += &format!("![{m}]({file})\n\n");
     }
     write_file(&out.join("report.md"), &md)?;
-    println!("wrote results.json, results.csv, scenario.resolved.toml, report.md and {} plot(s) to {}", sc.metrics.len(), out.display());
-    print!("{}", md.lines().filter(|l| l.starts_with('|')).map(|l| format!("{l}\n")).collect::<String>());
+    println!(
+        "wrote results.json, results.csv, scenario.resolved.toml, report.md and {} plot(s) to {}",
+        sc.metrics.len(),
+        out.display()
+    );
+    print!(
+        "{}",
+        md.lines()
+            .filter(|l| l.starts_with('|'))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
     Ok(())
 }

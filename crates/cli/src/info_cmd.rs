@@ -16,8 +16,10 @@ pub struct TopologyArgs {
 /// Loads a machine: a preset name, or a TOML file describing a [`MachineConfig`].
 pub fn load_machine(spec: &str) -> Result<MachineConfig> {
     if spec.ends_with(".toml") || std::path::Path::new(spec).is_file() {
-        let text = std::fs::read_to_string(spec).with_context(|| format!("cannot read machine file '{spec}'"))?;
-        let m: MachineConfig = toml::from_str(&text).with_context(|| format!("in machine file '{spec}'"))?;
+        let text = std::fs::read_to_string(spec)
+            .with_context(|| format!("cannot read machine file '{spec}'"))?;
+        let m: MachineConfig =
+            toml::from_str(&text).with_context(|| format!("in machine file '{spec}'"))?;
         m.validate()?;
         Ok(m)
     } else {
@@ -68,7 +70,10 @@ pub fn topology(a: TopologyArgs) -> Result<()> {
 
 /// `cachesched workloads`.
 pub fn workloads() -> Result<()> {
-    println!("{:<10} {:>12} {:>9} {:>7}  description", "profile", "footprint", "gap", "writes");
+    println!(
+        "{:<10} {:>12} {:>9} {:>7}  description",
+        "profile", "footprint", "gap", "writes"
+    );
     for (name, what, m) in profiles() {
         println!(
             "{name:<10} {:>9} KB {:>9.1} {:>6.0}%  {what}",

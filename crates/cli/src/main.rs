@@ -1,5 +1,6 @@
 //! `cachesched`: cache-aware scheduling on a simulated machine or a real Linux host.
 
+mod bench_cmd;
 mod experiment;
 mod info_cmd;
 mod replay_cmd;
@@ -33,6 +34,12 @@ enum Command {
     /// Replay a valgrind lackey trace through an I1/D1/LL hierarchy with cachegrind's
     /// rules and print cachegrind's `events:`/`summary:` lines.
     Replay(replay_cmd::ReplayArgs),
+    /// Record program traces.
+    #[command(subcommand)]
+    Trace(replay_cmd::TraceCommand),
+    /// Speed benchmarks, reported as ratios against a reference run side by side.
+    #[command(subcommand)]
+    Bench(bench_cmd::BenchCommand),
 }
 
 fn main() {
@@ -44,6 +51,8 @@ fn main() {
         Command::Topology(a) => info_cmd::topology(a).map(|_| 0),
         Command::Workloads => info_cmd::workloads().map(|_| 0),
         Command::Replay(a) => replay_cmd::run(a).map(|_| 0),
+        Command::Trace(c) => replay_cmd::trace(c).map(|_| 0),
+        Command::Bench(c) => bench_cmd::run(c).map(|_| 0),
     };
     match res {
         Ok(code) => std::process::exit(code),

@@ -56,15 +56,22 @@ pub struct SimulateArgs {
 pub fn build_config(a: &SimulateArgs) -> Result<SimConfig> {
     let mut cfg = match &a.config {
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("cannot read config file '{}'", p.display()))?;
-            toml::from_str::<SimConfig>(&text).with_context(|| format!("in config file '{}'", p.display()))?
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read config file '{}'", p.display()))?;
+            toml::from_str::<SimConfig>(&text)
+                .with_context(|| format!("in config file '{}'", p.display()))?
         }
-        None => SimConfig::new("niagara-2c", ThreadGroup::parse_mix("large:6,medium:6,small:6")?),
+        None => SimConfig::new(
+            "niagara-2c",
+            ThreadGroup::parse_mix("large:6,medium:6,small:6")?,
+        ),
     };
     if let Some(m) = &a.machine {
         cfg.machine = if m == "host" {
             let h = cachesched_linux::read_host_topology()?;
-            MachineSpec::Custom(Box::new(cachesched_sim::MachineConfig::from_topology(&h.topology)?))
+            MachineSpec::Custom(Box::new(cachesched_sim::MachineConfig::from_topology(
+                &h.topology,
+            )?))
         } else if MachineSpec::Preset(m.clone()).resolve().is_ok() {
             MachineSpec::Preset(m.clone())
         } else {
@@ -72,16 +79,22 @@ pub fn build_config(a: &SimulateArgs) -> Result<SimConfig> {
         };
     }
     if let Some(kb) = a.llc_kb {
-        cfg.machine = MachineSpec::Custom(Box::new(cfg.machine.resolve()?.with_llc_bytes(kb << 10)?));
+        cfg.machine =
+            MachineSpec::Custom(Box::new(cfg.machine.resolve()?.with_llc_bytes(kb << 10)?));
     }
     if let Some(mix) = &a.mix {
         cfg.threads = ThreadGroup::parse_mix(mix)?;
     }
     if let Some(b) = &a.baseline {
-        cfg.kernel.baseline = Baseline::parse(b).with_context(|| format!("unknown baseline '{b}': use cfs, ts or rr"))?;
+        cfg.kernel.baseline = Baseline::parse(b)
+            .with_context(|| format!("unknown baseline '{b}': use cfs, ts or rr"))?;
     }
     if !a.policies.is_empty() {
-        cfg.policies = a.policies.iter().map(|s| PolicySpec::parse(s)).collect::<Result<_, _>>()?;
+        cfg.policies = a
+            .policies
+            .iter()
+            .map(|s| PolicySpec::parse(s))
+            .collect::<Result<_, _>>()?;
     }
     if a.affinity_oblivious {
         cfg.kernel.affinity_oblivious = true;
@@ -101,7 +114,8 @@ pub fn build_config(a: &SimulateArgs) -> Result<SimConfig> {
 /// Writes `text` to `path`, creating parent directories.
 pub fn write_file(path: &Path, text: &str) -> Result<()> {
     if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d).with_context(|| format!("cannot create directory '{}'", d.display()))?;
+        std::fs::create_dir_all(d)
+            .with_context(|| format!("cannot create directory '{}'", d.display()))?;
     }
     std::fs::write(path, text).with_context(|| format!("cannot write '{}'", path.display()))
 }
@@ -124,8 +138,10 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
     let stop = interrupt_flag();
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {percent}% simulated, {elapsed} elapsed, eta {eta}")
-            .expect("valid template"),
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {percent}% simulated, {elapsed} elapsed, eta {eta}",
+        )
+        .expect("valid template"),
     );
     let t0 = std::time::Instant::now();
     let res = sim.run(&mut |f| {
@@ -149,7 +165,11 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
     eprintln!(
         "simulated {:.1} ms in {wall:.2} s wall: {:.2e} simulated instructions/s",
         cfg.duration_ms,
-        r.threads.iter().map(|t| t.counters.instructions).sum::<u64>() as f64 / wall
+        r.threads
+            .iter()
+            .map(|t| t.counters.instructions)
+            .sum::<u64>() as f64
+            / wall
     );
     if let Some(p) = &a.json {
         write_file(p, &(serde_json::to_string_pretty(&r)? + "\n"))?;

@@ -11,7 +11,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
 
 fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     if !(hi > lo) {
@@ -40,25 +42,49 @@ fn fmt_num(v: f64) -> String {
     } else if a >= 100.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else {
-        format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
+        format!("{v:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     }
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Renders a line chart. `x_labels`, if given, replaces numeric x tick labels (for
 /// categorical axes: x = 0, 1, 2, …).
-pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series], x_labels: Option<&[String]>) -> String {
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    x_labels: Option<&[String]>,
+) -> String {
     let (w, h) = (720.0, 440.0);
     let (ml, mr, mt, mb) = (80.0, 180.0, 40.0, 60.0);
     let pw = w - ml - mr;
     let ph = h - mt - mb;
-    let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
-    let ys: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| y.is_finite()).collect();
-    let (mut x0, mut x1) = (xs.iter().copied().fold(f64::MAX, f64::min), xs.iter().copied().fold(f64::MIN, f64::max));
-    let (mut y0, mut y1) = (ys.iter().copied().fold(f64::MAX, f64::min).min(0.0), ys.iter().copied().fold(f64::MIN, f64::max));
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|y| y.is_finite())
+        .collect();
+    let (mut x0, mut x1) = (
+        xs.iter().copied().fold(f64::MAX, f64::min),
+        xs.iter().copied().fold(f64::MIN, f64::max),
+    );
+    let (mut y0, mut y1) = (
+        ys.iter().copied().fold(f64::MAX, f64::min).min(0.0),
+        ys.iter().copied().fold(f64::MIN, f64::max),
+    );
     if xs.is_empty() {
         (x0, x1) = (0.0, 1.0);
     }
@@ -81,14 +107,33 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series], 
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(s, r#"<text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#, ml + pw / 2.0, esc(title));
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#,
+        ml + pw / 2.0,
+        esc(title)
+    );
     for t in nice_ticks(y0, y1, 6) {
         let y = sy(t);
-        let _ = writeln!(s, r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##, ml + pw);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, ml - 6.0, y + 4.0, fmt_num(t));
+        let _ = writeln!(
+            s,
+            r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
+            ml + pw
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            ml - 6.0,
+            y + 4.0,
+            fmt_num(t)
+        );
     }
     let xticks: Vec<(f64, String)> = match x_labels {
-        Some(l) => l.iter().enumerate().map(|(i, s)| (i as f64, s.clone())).collect(),
+        Some(l) => l
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as f64, s.clone()))
+            .collect(),
         None => {
             let mut v: Vec<f64> = xs.clone();
             v.sort_by(|a, b| a.total_cmp(b));
@@ -101,11 +146,30 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series], 
     };
     for (x, label) in xticks {
         let px = sx(x);
-        let _ = writeln!(s, r##"<line x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{:.1}" stroke="#333"/>"##, mt + ph, mt + ph + 5.0);
-        let _ = writeln!(s, r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, mt + ph + 18.0, esc(&label));
+        let _ = writeln!(
+            s,
+            r##"<line x1="{px:.1}" y1="{}" x2="{px:.1}" y2="{:.1}" stroke="#333"/>"##,
+            mt + ph,
+            mt + ph + 5.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            mt + ph + 18.0,
+            esc(&label)
+        );
     }
-    let _ = writeln!(s, r##"<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##);
-    let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, ml + pw / 2.0, h - 15.0, esc(x_label));
+    let _ = writeln!(
+        s,
+        r##"<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        ml + pw / 2.0,
+        h - 15.0,
+        esc(x_label)
+    );
     let _ = writeln!(
         s,
         r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">{}</text>"#,
@@ -121,15 +185,29 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series], 
             .filter(|p| p.1.is_finite())
             .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
             .collect();
-        let _ = writeln!(s, r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#, pts.join(" "));
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="2" points="{}"/>"#,
+            pts.join(" ")
+        );
         for p in &pts {
             let (x, y) = p.split_once(',').expect("formatted pair");
             let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{c}"/>"#);
         }
         let ly = mt + 10.0 + i as f64 * 18.0;
         let lx = ml + pw + 12.0;
-        let _ = writeln!(s, r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="2"/>"#, lx + 20.0);
-        let _ = writeln!(s, r#"<text x="{}" y="{}">{}</text>"#, lx + 26.0, ly + 4.0, esc(&ser.label));
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="2"/>"#,
+            lx + 20.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}">{}</text>"#,
+            lx + 26.0,
+            ly + 4.0,
+            esc(&ser.label)
+        );
     }
     s += "</svg>\n";
     s
@@ -155,6 +233,9 @@ mod tests {
         assert!(s.contains("t &lt;1&gt;"));
         assert_eq!(s.matches("<circle").count(), 3);
         assert!(s.contains(">768<"));
-        assert_eq!(nice_ticks(0.0, 1.0, 5), vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]);
+        assert_eq!(
+            nice_ticks(0.0, 1.0, 5),
+            vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
+        );
     }
 }

@@ -97,9 +97,15 @@ fn cachegrind_summary(exe: &Path, cfg: (&str, &str, &str), out: &Path) -> Vec<u6
     assert!(st.success());
     let text = std::fs::read_to_string(out).unwrap();
     let events = text.lines().find(|l| l.starts_with("events:")).unwrap();
-    assert_eq!(events.trim_end(), "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw");
+    assert_eq!(
+        events.trim_end(),
+        "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw"
+    );
     let summary = text.lines().find(|l| l.starts_with("summary:")).unwrap();
-    summary[8..].split_whitespace().map(|v| v.parse().unwrap()).collect()
+    summary[8..]
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect()
 }
 
 /// Streams lackey's trace of `exe` through one simulator per configuration.
@@ -123,7 +129,10 @@ fn replay_all(exe: &Path) -> Vec<Vec<u64>> {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut r = LackeyReader::new(BufReader::with_capacity(1 << 20, child.stderr.take().unwrap()));
+    let mut r = LackeyReader::new(BufReader::with_capacity(
+        1 << 20,
+        child.stderr.take().unwrap(),
+    ));
     while let Some(ev) = r.next_event().unwrap() {
         for s in &mut sims {
             s.event(ev);
@@ -150,7 +159,8 @@ fn replay_matches_cachegrind_exactly() {
         for (cfg, mine) in CONFIGS.iter().zip(&ours) {
             let theirs = cachegrind_summary(exe, *cfg, &dir.join("cg.out"));
             assert_eq!(
-                mine, &theirs,
+                mine,
+                &theirs,
                 "{} with I1={} D1={} LL={}: ours {mine:?}, cachegrind {theirs:?}",
                 exe.display(),
                 cfg.0,
@@ -165,7 +175,10 @@ fn replay_matches_cachegrind_exactly() {
 
 #[test]
 fn cli_replay_traces_a_command_live() {
-    assert!(tool_present("valgrind"), "valgrind is required: apt-get install valgrind");
+    assert!(
+        tool_present("valgrind"),
+        "valgrind is required: apt-get install valgrind"
+    );
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oracle-cli");
     std::fs::create_dir_all(&dir).unwrap();
     let exe = compile(&dir, "matmul", MATMUL, "-O1");
@@ -179,12 +192,13 @@ fn cli_replay_traces_a_command_live() {
         .arg(&exe)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
-    let summary: Vec<u64> = text
-        .lines()
-        .find(|l| l.starts_with("summary:"))
-        .unwrap()[8..]
+    let summary: Vec<u64> = text.lines().find(|l| l.starts_with("summary:")).unwrap()[8..]
         .split_whitespace()
         .map(|v| v.parse().unwrap())
         .collect();

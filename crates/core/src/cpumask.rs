@@ -81,7 +81,9 @@ impl Cpumask {
         let n = self.bits.len().max(other.bits.len());
         let get = |v: &Vec<u64>, i: usize| v.get(i).copied().unwrap_or(0);
         Cpumask {
-            bits: (0..n).map(|i| get(&self.bits, i) | get(&other.bits, i)).collect(),
+            bits: (0..n)
+                .map(|i| get(&self.bits, i) | get(&other.bits, i))
+                .collect(),
         }
     }
 

@@ -34,7 +34,8 @@ impl SimRng {
     /// An independent generator for sub-stream `stream` of this seed (e.g. one per
     /// thread), without advancing `self`.
     pub fn fork(&self, stream: u64) -> SimRng {
-        let mut st = self.s[0] ^ self.s[3].rotate_left(17) ^ stream.wrapping_mul(0xA24B_AED4_963E_E407);
+        let mut st =
+            self.s[0] ^ self.s[3].rotate_left(17) ^ stream.wrapping_mul(0xA24B_AED4_963E_E407);
         SimRng::new(splitmix64(&mut st))
     }
 

@@ -243,12 +243,20 @@ impl Topology {
 
     /// Number of chips.
     pub fn nr_chips(&self) -> usize {
-        self.cpus.iter().map(|c| c.chip as usize + 1).max().unwrap_or(0)
+        self.cpus
+            .iter()
+            .map(|c| c.chip as usize + 1)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Number of cores.
     pub fn nr_cores(&self) -> usize {
-        self.cpus.iter().map(|c| c.core as usize + 1).max().unwrap_or(0)
+        self.cpus
+            .iter()
+            .map(|c| c.core as usize + 1)
+            .max()
+            .unwrap_or(0)
     }
 
     /// All CPUs.
@@ -281,7 +289,9 @@ impl Topology {
     pub fn llc_domains(&self) -> Vec<Cpumask> {
         match self.llc() {
             Some(i) => self.caches[i].instances.clone(),
-            None => (0..self.nr_chips() as u32).map(|c| self.chip_cpus(c)).collect(),
+            None => (0..self.nr_chips() as u32)
+                .map(|c| self.chip_cpus(c))
+                .collect(),
         }
     }
 
@@ -334,9 +344,9 @@ impl Topology {
 
 /// Formats a byte count as `768 KB`, `2 MB`, `36 MB`, or bytes.
 pub fn human_bytes(b: u64) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{} MB", b >> 20)
-    } else if b >= 1 << 10 && b % (1 << 10) == 0 {
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
         format!("{} KB", b >> 10)
     } else {
         format!("{b} B")

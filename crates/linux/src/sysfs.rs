@@ -61,15 +61,19 @@ impl Reader {
 
     fn read(&self, rel: &str) -> Result<String, SysfsError> {
         let p = self.path(rel);
-        std::fs::read_to_string(&p).map(|s| s.trim().to_string()).map_err(|e| SysfsError::Read {
-            path: p.display().to_string(),
-            root: self.root.display().to_string(),
-            source: e,
-        })
+        std::fs::read_to_string(&p)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| SysfsError::Read {
+                path: p.display().to_string(),
+                root: self.root.display().to_string(),
+                source: e,
+            })
     }
 
     fn opt(&self, rel: &str) -> Option<String> {
-        std::fs::read_to_string(self.path(rel)).ok().map(|s| s.trim().to_string())
+        std::fs::read_to_string(self.path(rel))
+            .ok()
+            .map(|s| s.trim().to_string())
     }
 
     fn num(&self, rel: &str) -> Option<u64> {
@@ -91,7 +95,9 @@ pub fn parse_size(s: &str) -> Option<u64> {
 
 /// Reads the topology under `root` (normally `/sys/devices/system/cpu`).
 pub fn read_topology_at(root: &Path, name: &str) -> Result<HostTopology, SysfsError> {
-    let r = Reader { root: root.to_path_buf() };
+    let r = Reader {
+        root: root.to_path_buf(),
+    };
     let mut warnings = Vec::new();
     let online_text = r.read("online")?;
     let online = Cpumask::parse_list(&online_text).ok_or_else(|| SysfsError::Malformed {
@@ -99,7 +105,11 @@ pub fn read_topology_at(root: &Path, name: &str) -> Result<HostTopology, SysfsEr
         content: online_text.clone(),
     })?;
     let os_cpu: Vec<u32> = online.iter().map(|c| c.0).collect();
-    let dense: BTreeMap<u32, u32> = os_cpu.iter().enumerate().map(|(i, &c)| (c, i as u32)).collect();
+    let dense: BTreeMap<u32, u32> = os_cpu
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (c, i as u32))
+        .collect();
     let mut chip_ids = BTreeMap::new();
     let mut core_ids = BTreeMap::new();
     let mut cpus = Vec::new();
@@ -107,7 +117,9 @@ pub fn read_topology_at(root: &Path, name: &str) -> Result<HostTopology, SysfsEr
         let pkg = r.num(&format!("cpu{c}/topology/physical_package_id"));
         let core = r.num(&format!("cpu{c}/topology/core_id"));
         if pkg.is_none() || core.is_none() {
-            warnings.push(format!("cpu{c}: no package/core id; treated as its own core on chip 0"));
+            warnings.push(format!(
+                "cpu{c}: no package/core id; treated as its own core on chip 0"
+            ));
         }
         let pkg = pkg.unwrap_or(0);
         let core = core.unwrap_or(1 << 32 | c as u64);
@@ -129,7 +141,9 @@ pub fn read_topology_at(root: &Path, name: &str) -> Result<HostTopology, SysfsEr
         cpu.smt = *e;
         *e += 1;
     }
-    let to_dense = |m: &Cpumask| Cpumask::from_cpus(m.iter().filter_map(|c| dense.get(&c.0).map(|&d| CpuId(d))));
+    let to_dense = |m: &Cpumask| {
+        Cpumask::from_cpus(m.iter().filter_map(|c| dense.get(&c.0).map(|&d| CpuId(d))))
+    };
     // Caches: group by (level, type), collect distinct sharing masks.
     let mut levels: BTreeMap<(u8, u8), (CacheLevel, Vec<Cpumask>)> = BTreeMap::new();
     for (i, &c) in os_cpu.iter().enumerate() {
@@ -151,27 +165,42 @@ pub fn read_topology_at(root: &Path, name: &str) -> Result<HostTopology, SysfsEr
                 warnings.push(format!("{base}: no size; skipped"));
                 continue;
             };
-            let line = r.num(&format!("{base}/coherency_line_size")).filter(|&l| l > 0 && l.is_power_of_two()).unwrap_or_else(|| {
-                warnings.push(format!("{base}: no line size; assumed 64 B"));
-                64
-            });
-            let ways = match r.num(&format!("{base}/ways_of_associativity")).filter(|&w| w > 0) {
+            let line = r
+                .num(&format!("{base}/coherency_line_size"))
+                .filter(|&l| l > 0 && l.is_power_of_two())
+                .unwrap_or_else(|| {
+                    warnings.push(format!("{base}: no line size; assumed 64 B"));
+                    64
+                });
+            let ways = match r
+                .num(&format!("{base}/ways_of_associativity"))
+                .filter(|&w| w > 0)
+            {
                 Some(w) if size % (w * line) == 0 => w,
                 _ => {
-                    warnings.push(format!("{base}: associativity missing or inconsistent; taken as fully associative"));
+                    warnings.push(format!(
+                        "{base}: associativity missing or inconsistent; taken as fully associative"
+                    ));
                     size / line
                 }
             };
-            let shared = r.opt(&format!("{base}/shared_cpu_list")).and_then(|s| Cpumask::parse_list(&s)).map(|m| to_dense(&m));
+            let shared = r
+                .opt(&format!("{base}/shared_cpu_list"))
+                .and_then(|s| Cpumask::parse_list(&s))
+                .map(|m| to_dense(&m));
             let me = CpuId(i as u32);
             let span = match shared.filter(|m| m.contains(me)) {
                 Some(m) => m,
                 None => {
                     warnings.push(format!("{base}: no sharing list; guessed from the level"));
                     if level <= 2 {
-                        Cpumask::from_cpus(cpus.iter().filter(|x| x.core == cpus[i].core).map(|x| x.id))
+                        Cpumask::from_cpus(
+                            cpus.iter().filter(|x| x.core == cpus[i].core).map(|x| x.id),
+                        )
                     } else {
-                        Cpumask::from_cpus(cpus.iter().filter(|x| x.chip == cpus[i].chip).map(|x| x.id))
+                        Cpumask::from_cpus(
+                            cpus.iter().filter(|x| x.chip == cpus[i].chip).map(|x| x.id),
+                        )
                     }
                 }
             };
@@ -205,7 +234,10 @@ pub fn read_topology_at(root: &Path, name: &str) -> Result<HostTopology, SysfsEr
     for (_, (mut lvl, spans)) in levels {
         let covered: usize = spans.iter().map(|m| m.weight()).sum();
         if covered != cpus.len() {
-            warnings.push(format!("{}: not every online CPU reports it; level dropped", lvl.name()));
+            warnings.push(format!(
+                "{}: not every online CPU reports it; level dropped",
+                lvl.name()
+            ));
             continue;
         }
         let scope_of = |m: &Cpumask| {
@@ -220,7 +252,11 @@ pub fn read_topology_at(root: &Path, name: &str) -> Result<HostTopology, SysfsEr
                 CacheScope::Machine
             }
         };
-        lvl.scope = spans.iter().map(scope_of).max_by_key(|s| *s as u8).unwrap_or(CacheScope::Core);
+        lvl.scope = spans
+            .iter()
+            .map(scope_of)
+            .max_by_key(|s| *s as u8)
+            .unwrap_or(CacheScope::Core);
         // a single-context span on a machine without SMT is a per-core cache
         if lvl.scope == CacheScope::Context && cpus.iter().all(|c| c.smt == 0) {
             lvl.scope = CacheScope::Core;
@@ -264,7 +300,8 @@ mod tests {
 
     impl Fake {
         fn new(name: &str) -> Fake {
-            let root = std::env::temp_dir().join(format!("cachesched-sysfs-{name}-{}", std::process::id()));
+            let root = std::env::temp_dir()
+                .join(format!("cachesched-sysfs-{name}-{}", std::process::id()));
             let _ = fs::remove_dir_all(&root);
             fs::create_dir_all(&root).unwrap();
             Fake { root }
@@ -274,7 +311,16 @@ mod tests {
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(p, format!("{content}\n")).unwrap();
         }
-        fn cache(&self, cpu: u32, idx: u32, level: u32, ty: &str, size: &str, ways: u32, shared: &str) {
+        fn cache(
+            &self,
+            cpu: u32,
+            idx: u32,
+            level: u32,
+            ty: &str,
+            size: &str,
+            ways: u32,
+            shared: &str,
+        ) {
             let b = format!("cpu{cpu}/cache/index{idx}");
             self.put(&format!("{b}/level"), &level.to_string());
             self.put(&format!("{b}/type"), ty);
@@ -299,12 +345,23 @@ mod tests {
         for c in 0..8u32 {
             let pkg = c / 4;
             let core = (c / 2) % 2;
-            f.put(&format!("cpu{c}/topology/physical_package_id"), &pkg.to_string());
+            f.put(
+                &format!("cpu{c}/topology/physical_package_id"),
+                &pkg.to_string(),
+            );
             f.put(&format!("cpu{c}/topology/core_id"), &core.to_string());
             let sib = format!("{}-{}", c / 2 * 2, c / 2 * 2 + 1);
             f.cache(c, 0, 1, "Data", "32K", 8, &sib);
             f.cache(c, 1, 1, "Instruction", "32K", 8, &sib);
-            f.cache(c, 2, 3, "Unified", "16384K", 16, if pkg == 0 { "0-3" } else { "4-7" });
+            f.cache(
+                c,
+                2,
+                3,
+                "Unified",
+                "16384K",
+                16,
+                if pkg == 0 { "0-3" } else { "4-7" },
+            );
         }
         f.put("cpu0/cpufreq/cpuinfo_max_freq", "2400000");
         let h = read_topology_at(&f.root, "fake").unwrap();
@@ -315,7 +372,10 @@ mod tests {
         assert_eq!(t.nr_cores(), 4);
         assert_eq!(t.freq_mhz, 2400);
         let llc = &t.caches[t.llc().unwrap()];
-        assert_eq!((llc.level, llc.size_bytes, llc.scope), (3, 16 << 20, CacheScope::Chip));
+        assert_eq!(
+            (llc.level, llc.size_bytes, llc.scope),
+            (3, 16 << 20, CacheScope::Chip)
+        );
         assert_eq!(llc.instances.len(), 2);
         // dense cpu 5 is os cpu 6, on package 1
         assert_eq!(t.cpus[5].chip, 1);
@@ -343,7 +403,9 @@ mod tests {
 
     #[test]
     fn missing_sysfs_is_a_clear_error() {
-        let e = read_topology_at(Path::new("/nonexistent/sysfs"), "x").unwrap_err().to_string();
+        let e = read_topology_at(Path::new("/nonexistent/sysfs"), "x")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("online") && e.contains("sysfs"), "{e}");
         assert_eq!(parse_size("32K"), Some(32768));
         assert_eq!(parse_size("1M"), Some(1 << 20));
@@ -353,7 +415,9 @@ mod tests {
     #[test]
     fn this_host() {
         let h = read_host_topology().unwrap();
-        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let n = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         // every CPU this process may run on is online and described
         assert!(h.topology.nr_cpus() >= n, "{} < {n}", h.topology.nr_cpus());
         assert!(h.topology.llc().is_some() || !h.warnings.is_empty());

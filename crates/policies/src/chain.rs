@@ -50,7 +50,11 @@ fn gcd(a: u64, b: u64) -> u64 {
 impl Chain {
     /// A chain of `policies`, run in the given order.
     pub fn new(policies: Vec<Box<dyn Policy>>) -> Chain {
-        let name = policies.iter().map(|p| p.name()).collect::<Vec<_>>().join("+");
+        let name = policies
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join("+");
         let members = policies.iter().map(|_| Member::default()).collect();
         Chain {
             name,
@@ -180,7 +184,11 @@ impl Policy for Chain {
     }
 
     fn required_counters(&self) -> Vec<CounterKind> {
-        let mut v: Vec<CounterKind> = self.policies.iter().flat_map(|p| p.required_counters()).collect();
+        let mut v: Vec<CounterKind> = self
+            .policies
+            .iter()
+            .flat_map(|p| p.required_counters())
+            .collect();
         v.sort();
         v.dedup();
         v
@@ -238,7 +246,9 @@ impl Policy for Chain {
             .iter()
             .flat_map(|p| {
                 let n = p.name().to_string();
-                p.stats().into_iter().map(move |(k, v)| (format!("{n}.{k}"), v))
+                p.stats()
+                    .into_iter()
+                    .map(move |(k, v)| (format!("{n}.{k}"), v))
             })
             .collect()
     }

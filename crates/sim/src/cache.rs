@@ -77,7 +77,11 @@ impl CacheGeometry {
         if self.ways == 0 || self.ways > u16::MAX as u32 {
             return Err(err("associativity must be between 1 and 65535"));
         }
-        if self.size_bytes == 0 || self.size_bytes % (self.ways as u64 * self.line_bytes as u64) != 0 {
+        if self.size_bytes == 0
+            || !self
+                .size_bytes
+                .is_multiple_of(self.ways as u64 * self.line_bytes as u64)
+        {
             return Err(err("size must be a non-zero multiple of ways × line size"));
         }
         Ok(())
@@ -321,7 +325,9 @@ impl Cache {
     #[inline]
     pub fn contains(&self, block: u64) -> bool {
         let base = self.set_base(block);
-        self.lines[base..base + self.assoc].iter().any(|l| l.tag == block)
+        self.lines[base..base + self.assoc]
+            .iter()
+            .any(|l| l.tag == block)
     }
 
     /// Flags of `block` if cached (no LRU update).

@@ -109,7 +109,9 @@ impl MachineSpec {
     pub fn resolve(&self) -> Result<MachineConfig, MachineError> {
         match self {
             MachineSpec::Preset(p) => MachineConfig::preset(p),
-            MachineSpec::Resized { preset, llc_kb } => MachineConfig::preset(preset)?.with_llc_bytes(llc_kb << 10),
+            MachineSpec::Resized { preset, llc_kb } => {
+                MachineConfig::preset(preset)?.with_llc_bytes(llc_kb << 10)
+            }
             MachineSpec::Custom(m) => {
                 m.validate()?;
                 Ok((**m).clone())
@@ -168,18 +170,29 @@ impl ThreadGroup {
     pub fn resolve(&self) -> Result<(LocalityModel, String), WorkloadError> {
         let (model, name) = match (&self.profile, &self.model) {
             (Some(_), Some(_)) => {
-                return Err(WorkloadError::Invalid("give either profile or model, not both".into()))
+                return Err(WorkloadError::Invalid(
+                    "give either profile or model, not both".into(),
+                ))
             }
             (Some(p), None) => (profile(p)?, p.clone()),
             (None, Some(m)) => (m.clone(), "custom".to_string()),
-            (None, None) => return Err(WorkloadError::Invalid("a thread group needs a profile or a model".into())),
+            (None, None) => {
+                return Err(WorkloadError::Invalid(
+                    "a thread group needs a profile or a model".into(),
+                ))
+            }
         };
         model.validate()?;
         if !(-20..=19).contains(&self.nice) {
-            return Err(WorkloadError::Invalid(format!("nice {} is outside -20..=19", self.nice)));
+            return Err(WorkloadError::Invalid(format!(
+                "nice {} is outside -20..=19",
+                self.nice
+            )));
         }
         if !(self.start_ms >= 0.0) {
-            return Err(WorkloadError::Invalid("start_ms must be non-negative".into()));
+            return Err(WorkloadError::Invalid(
+                "start_ms must be non-negative".into(),
+            ));
         }
         Ok((model, self.label.clone().unwrap_or(name)))
     }
@@ -191,7 +204,9 @@ impl ThreadGroup {
             .map(|p| {
                 let (name, n) = p.split_once(':').unwrap_or((p, "1"));
                 let count: u32 = n.trim().parse().map_err(|_| {
-                    WorkloadError::Invalid(format!("'{p}': count must be a positive integer (profile:count)"))
+                    WorkloadError::Invalid(format!(
+                        "'{p}': count must be a positive integer (profile:count)"
+                    ))
                 })?;
                 profile(name.trim())?;
                 Ok(ThreadGroup::of(name.trim(), count))

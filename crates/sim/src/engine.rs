@@ -33,11 +33,11 @@ use crate::result::{mean_std, CpuResult, KernelStats, RunResult, ThreadResult, T
 use crate::sched::{Class, SchedEntity};
 use crate::workload::{LocalityThread, Op, Workload, WorkloadError};
 use cachesched_core::policy::KernelView;
-use cachesched_policies::{build_policy, Chain};
 use cachesched_core::{
-    AddressSample, Addr, CacheKind, CoRunMember, CoRunSegment, CounterKind, Counters, CpuId, Cpumask, Ctx,
-    Directive, Nanos, Policy, SimRng, ThreadId, ThreadInfo, ThreadView, Topology,
+    Addr, AddressSample, CacheKind, CoRunMember, CoRunSegment, CounterKind, Counters, CpuId,
+    Cpumask, Ctx, Directive, Nanos, Policy, SimRng, ThreadId, ThreadInfo, ThreadView, Topology,
 };
+use cachesched_policies::{build_policy, Chain};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use thiserror::Error;
@@ -246,13 +246,21 @@ impl Kernel {
     fn select_cpu(&mut self, t: usize) -> usize {
         let th = &self.threads[t];
         let allowed: Vec<usize> = th.mask.iter().map(|c| c.index()).collect();
-        let idle: Vec<usize> = allowed.iter().copied().filter(|&c| self.nr(c) == 0).collect();
+        let idle: Vec<usize> = allowed
+            .iter()
+            .copied()
+            .filter(|&c| self.nr(c) == 0)
+            .collect();
         if self.kcfg.affinity_oblivious {
             let pool: Vec<usize> = if !idle.is_empty() {
                 idle
             } else {
                 let min = allowed.iter().map(|&c| self.nr(c)).min().unwrap_or(0);
-                allowed.iter().copied().filter(|&c| self.nr(c) == min).collect()
+                allowed
+                    .iter()
+                    .copied()
+                    .filter(|&c| self.nr(c) == min)
+                    .collect()
             };
             return pool[self.rng.below(pool.len() as u64) as usize];
         }
@@ -265,16 +273,29 @@ impl Kernel {
             // prefer an idle CPU sharing the last-level cache with the last CPU
             if let (Some(last), Some(llc)) = (th.last_cpu, self.topo.llc()) {
                 let dom = self.topo.cache_instance(llc, CpuId(last as u32));
-                if let Some(&c) = idle.iter().find(|&&c| self.topo.cache_instance(llc, CpuId(c as u32)) == dom) {
+                if let Some(&c) = idle
+                    .iter()
+                    .find(|&&c| self.topo.cache_instance(llc, CpuId(c as u32)) == dom)
+                {
                     return c;
                 }
             }
             // spread: the idle CPU on the least loaded chip, then the least loaded core
             let chip_load = |k: &Kernel, chip: u32| -> usize {
-                k.topo.cpus.iter().filter(|ci| ci.chip == chip).map(|ci| k.nr(ci.id.index())).sum()
+                k.topo
+                    .cpus
+                    .iter()
+                    .filter(|ci| ci.chip == chip)
+                    .map(|ci| k.nr(ci.id.index()))
+                    .sum()
             };
             let core_load = |k: &Kernel, core: u32| -> usize {
-                k.topo.cpus.iter().filter(|ci| ci.core == core).map(|ci| k.nr(ci.id.index())).sum()
+                k.topo
+                    .cpus
+                    .iter()
+                    .filter(|ci| ci.core == core)
+                    .map(|ci| k.nr(ci.id.index()))
+                    .sum()
             };
             return *idle
                 .iter()
@@ -290,7 +311,10 @@ impl Kernel {
                 return last;
             }
         }
-        *allowed.iter().find(|&&c| self.nr(c) == min).expect("mask is never empty")
+        *allowed
+            .iter()
+            .find(|&&c| self.nr(c) == min)
+            .expect("mask is never empty")
     }
 
     /// Puts runnable thread `t` on CPU `c`'s queue, dispatching if `c` is idle.
@@ -304,7 +328,10 @@ impl Kernel {
         match self.cpus[c].current {
             None => self.schedule(c, now, false),
             Some(cur) => {
-                if self.class.preempts(&self.threads[cur].se, &self.threads[t].se) {
+                if self
+                    .class
+                    .preempts(&self.threads[cur].se, &self.threads[t].se)
+                {
                     self.cpus[c].need_resched = true;
                 }
             }
@@ -343,7 +370,9 @@ impl Kernel {
                 } else {
                     let to = self.select_cpu(p);
                     let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
-                    let v = self.class.migrate_vruntime(self.threads[p].se.vruntime, fm, tm);
+                    let v = self
+                        .class
+                        .migrate_vruntime(self.threads[p].se.vruntime, fm, tm);
                     self.threads[p].se.vruntime = v;
                     self.threads[p].state = State::Runnable;
                     self.enqueue(p, to, now);
@@ -354,8 +383,7 @@ impl Kernel {
         if self.cpus[c].rq.is_empty() {
             self.pull(c, now, true);
         }
-        let next = self
-            .cpus[c]
+        let next = self.cpus[c]
             .rq
             .iter()
             .enumerate()
@@ -426,15 +454,16 @@ impl Kernel {
     fn pull_from(&mut self, c: usize, now: u64, idle: bool, excluded: &[bool]) -> Option<usize> {
         let here = self.nr(c);
         let mut best: Option<usize> = None;
-        for b in 0..self.cpus.len() {
-            if b == c || excluded[b] || self.cpus[b].rq.is_empty() {
+        for (b, &skip) in excluded.iter().enumerate() {
+            if b == c || skip || self.cpus[b].rq.is_empty() {
                 continue;
             }
             let nb = self.nr(b);
             // Move when the imbalance is at least two threads, or (CFS, like Linux's
             // imbalance_pct) when the busier CPU carries over 25% more threads: the
             // thread that moves alternates, which evens out CPU shares over time.
-            let cfs_imbalance = self.class.baseline() == Baseline::Cfs && nb > here && nb * 4 > here * 5;
+            let cfs_imbalance =
+                self.class.baseline() == Baseline::Cfs && nb > here && nb * 4 > here * 5;
             if !idle && nb < here + 2 && !cfs_imbalance {
                 continue;
             }
@@ -447,7 +476,8 @@ impl Kernel {
         let cpu_c = CpuId(c as u32);
         let cand = self.cpus[b].rq.iter().position(|&t| {
             let th = &self.threads[t];
-            th.mask.contains(cpu_c) && (ignore_hot || now.saturating_sub(th.last_ran) > self.migration_cost_cycles)
+            th.mask.contains(cpu_c)
+                && (ignore_hot || now.saturating_sub(th.last_ran) > self.migration_cost_cycles)
         });
         let Some(i) = cand else {
             self.cpus[b].balance_failed += 1;
@@ -456,11 +486,16 @@ impl Kernel {
         self.cpus[b].balance_failed = 0;
         let t = self.cpus[b].rq.remove(i);
         let (fm, tm) = (self.min_vruntime(b), self.min_vruntime(c));
-        self.threads[t].se.vruntime = self.class.migrate_vruntime(self.threads[t].se.vruntime, fm, tm);
+        self.threads[t].se.vruntime =
+            self.class
+                .migrate_vruntime(self.threads[t].se.vruntime, fm, tm);
         self.stats.balance_moves += 1;
         self.cpus[c].rq.push(t);
         if let Some(cur) = self.cpus[c].current {
-            if self.class.preempts(&self.threads[cur].se, &self.threads[t].se) {
+            if self
+                .class
+                .preempts(&self.threads[cur].se, &self.threads[t].se)
+            {
                 self.cpus[c].need_resched = true;
             }
         }
@@ -557,7 +592,12 @@ impl Kernel {
         let t = self.cpus[c].current.expect("step on a busy CPU");
         let op = self.threads[t].workload.next_op();
         match op {
-            Op::Access { gap, addr, write, pc } => {
+            Op::Access {
+                gap,
+                addr,
+                write,
+                pc,
+            } => {
                 let instr = gap as u64 + 1;
                 let cpi = self.threads[t].base_cpi;
                 let core = self.cpus[c].core;
@@ -568,7 +608,11 @@ impl Kernel {
                     .min_by_key(|&(_, f)| f)
                     .expect("a core has a pipeline");
                 let start = now.max(pfree);
-                let issue = if cpi == 1.0 { instr } else { (instr as f64 * cpi).ceil() as u64 };
+                let issue = if cpi == 1.0 {
+                    instr
+                } else {
+                    (instr as f64 * cpi).ceil() as u64
+                };
                 let mut end = start + issue;
                 self.pipes[core][pi] = end;
                 let owner = t as u32;
@@ -656,15 +700,24 @@ impl Kernel {
                     self.effective_mask(t);
                     let mask = self.threads[t].mask.clone();
                     match self.threads[t].state {
-                        State::Running(c) if !mask.contains(CpuId(c as u32)) => self.cpus[c].need_resched = true,
+                        State::Running(c) if !mask.contains(CpuId(c as u32)) => {
+                            self.cpus[c].need_resched = true
+                        }
                         State::Runnable => {
-                            let c = self.cpus.iter().position(|cpu| cpu.rq.contains(&t)).expect("queued");
+                            let c = self
+                                .cpus
+                                .iter()
+                                .position(|cpu| cpu.rq.contains(&t))
+                                .expect("queued");
                             if !mask.contains(CpuId(c as u32)) {
                                 self.cpus[c].rq.retain(|&x| x != t);
                                 let to = self.select_cpu(t);
                                 let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
-                                self.threads[t].se.vruntime =
-                                    self.class.migrate_vruntime(self.threads[t].se.vruntime, fm, tm);
+                                self.threads[t].se.vruntime = self.class.migrate_vruntime(
+                                    self.threads[t].se.vruntime,
+                                    fm,
+                                    tm,
+                                );
                                 self.enqueue(t, to, now);
                             }
                         }
@@ -687,7 +740,11 @@ impl Kernel {
                         self.threads[t].se.boosted = on;
                         if on {
                             if let State::Runnable = self.threads[t].state {
-                                let c = self.cpus.iter().position(|cpu| cpu.rq.contains(&t)).expect("queued");
+                                let c = self
+                                    .cpus
+                                    .iter()
+                                    .position(|cpu| cpu.rq.contains(&t))
+                                    .expect("queued");
                                 if let Some(cur) = self.cpus[c].current {
                                     if !self.threads[cur].se.boosted {
                                         self.cpus[c].need_resched = true;
@@ -785,24 +842,35 @@ impl Simulation {
         ];
         for (name, v) in positive {
             if !(v > 0.0 && v.is_finite()) {
-                return Err(SimError::Config(format!("{name} must be a positive number (got {v})")));
+                return Err(SimError::Config(format!(
+                    "{name} must be a positive number (got {v})"
+                )));
             }
         }
         for (name, v) in [
             ("warmup_ms", cfg.warmup_ms),
             ("kernel.context_switch_us", k.context_switch_us),
             ("kernel.migration_cost_us", k.migration_cost_us),
-            ("kernel.cfs_wakeup_granularity_ms", k.cfs_wakeup_granularity_ms),
+            (
+                "kernel.cfs_wakeup_granularity_ms",
+                k.cfs_wakeup_granularity_ms,
+            ),
         ] {
             if !(v >= 0.0 && v.is_finite()) {
-                return Err(SimError::Config(format!("{name} must be non-negative (got {v})")));
+                return Err(SimError::Config(format!(
+                    "{name} must be non-negative (got {v})"
+                )));
             }
         }
         if cfg.warmup_ms >= cfg.duration_ms {
-            return Err(SimError::Config("warmup_ms must be shorter than duration_ms".into()));
+            return Err(SimError::Config(
+                "warmup_ms must be shorter than duration_ms".into(),
+            ));
         }
         if cfg.threads.is_empty() {
-            return Err(SimError::Config("no threads: give at least one thread group".into()));
+            return Err(SimError::Config(
+                "no threads: give at least one thread group".into(),
+            ));
         }
         let freq = machine.freq_mhz as u64;
         let cyc = |ms: f64| (ms * 1e3 * freq as f64) as u64;
@@ -816,7 +884,12 @@ impl Simulation {
                 let idx = threads.len();
                 let proc_id = if g.same_process { process } else { process + i };
                 let index_in_proc = if g.same_process { i } else { 0 };
-                let w = LocalityThread::new(model.clone(), proc_id, index_in_proc, rng.fork(1000 + idx as u64));
+                let w = LocalityThread::new(
+                    model.clone(),
+                    proc_id,
+                    index_in_proc,
+                    rng.fork(1000 + idx as u64),
+                );
                 threads.push(Thread {
                     id: ThreadId(idx as u32),
                     info: ThreadInfo {
@@ -959,7 +1032,10 @@ impl Simulation {
         for (at, idx) in starts {
             sim.k.add_timer(at, Timer::Start(idx));
         }
-        let bal = sim.k.cycles((cfg.kernel.balance_interval_ms * 1e6) as u64).max(1);
+        let bal = sim
+            .k
+            .cycles((cfg.kernel.balance_interval_ms * 1e6) as u64)
+            .max(1);
         sim.k.add_timer(bal, Timer::Balance);
         sim.k.add_timer(sim.sample_every, Timer::Sample);
         if sim.warmup > 0 {
@@ -975,7 +1051,9 @@ impl Simulation {
 
     /// Calls `f` on the policy with a fresh context, then applies its directives.
     fn with_policy(&mut self, f: &mut dyn FnMut(&mut dyn Policy, &mut Ctx<'_>)) {
-        let Some(p) = self.policy.as_mut() else { return };
+        let Some(p) = self.policy.as_mut() else {
+            return;
+        };
         let mut out = Vec::new();
         {
             let mut ctx = Ctx::new(&self.k, &mut self.policy_rng, &mut out);
@@ -1035,7 +1113,10 @@ impl Simulation {
             }
             Timer::Balance => {
                 self.k.balance(at)?;
-                let bal = self.k.cycles((self.cfg.kernel.balance_interval_ms * 1e6) as u64).max(1);
+                let bal = self
+                    .k
+                    .cycles((self.cfg.kernel.balance_interval_ms * 1e6) as u64)
+                    .max(1);
                 self.k.add_timer(at + bal, Timer::Balance);
             }
             Timer::PolicyTick(g) => {
@@ -1116,7 +1197,7 @@ impl Simulation {
                 self.deliver_events();
             }
             steps += 1;
-            if steps % (1 << 16) == 0 && !progress(t as f64 / self.end as f64) {
+            if steps.is_multiple_of(1 << 16) && !progress(t as f64 / self.end as f64) {
                 return Err(SimError::Interrupted);
             }
         }
@@ -1168,7 +1249,11 @@ impl Simulation {
         for t in &threads {
             totals.accumulate(&t.counters);
         }
-        let shares: Vec<f64> = threads.iter().filter(|t| !t.exited).map(|t| t.cpu_share).collect();
+        let shares: Vec<f64> = threads
+            .iter()
+            .filter(|t| !t.exited)
+            .map(|t| t.cpu_share)
+            .collect();
         let (m, sd) = mean_std(&shares);
         let policy_stats: BTreeMap<String, f64> = self
             .policy
@@ -1179,7 +1264,11 @@ impl Simulation {
             seed: self.cfg.seed,
             machine: self.machine.name.clone(),
             baseline: self.cfg.kernel.baseline.name().to_string(),
-            policy: self.policy.as_ref().map(|p| p.name().to_string()).unwrap_or_else(|| "none".into()),
+            policy: self
+                .policy
+                .as_ref()
+                .map(|p| p.name().to_string())
+                .unwrap_or_else(|| "none".into()),
             measured_ms: window_ns as f64 / 1e6,
             ips: totals.instructions as f64 / (window_ns as f64 / 1e9),
             l2_miss_ratio: totals.l2_miss_ratio(),
@@ -1201,7 +1290,9 @@ pub fn build_chain(cfg: &SimConfig) -> Option<Box<dyn Policy>> {
     match cfg.policies.len() {
         0 => None,
         1 => Some(build_policy(&cfg.policies[0])),
-        _ => Some(Box::new(Chain::new(cfg.policies.iter().map(build_policy).collect()))),
+        _ => Some(Box::new(Chain::new(
+            cfg.policies.iter().map(build_policy).collect(),
+        ))),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod replay;
 pub mod result;
 pub mod sched;
+pub mod trace;
 pub mod workload;
 
 pub use config::{Baseline, KernelConfig, MachineSpec, SimConfig, ThreadGroup};

@@ -109,18 +109,44 @@ pub enum MachineError {
 
 /// Names of the built-in presets, with a one-line description each.
 pub const PRESETS: &[(&str, &str)] = &[
-    ("niagara-2c", "CASC: 2 in-order cores x 4 hw threads, 992 MHz, shared L2 768 KB 12-way"),
-    ("niagara-8c", "Niagara T1: 8 in-order cores x 4 hw threads, shared L2 3 MB 12-way"),
-    ("t1-dual", "cache-fair: 2 single-threaded cores, 992 MHz, shared L2 256 KB 8-way, 4 GB/s bus"),
-    ("power5-2x2x2", "clustering: 2 chips x 2 cores x 2 SMT, L2 1.875 MB + L3 36 MB per chip"),
-    ("clovertown-2x2", "affinity: 2 chips x 2 cores, L2 4 MB 16-way per chip"),
-    ("clovertown-ump", "affinity: 2 chips x 1 core (unicore multiprocessor), L2 4 MB per chip"),
+    (
+        "niagara-2c",
+        "CASC: 2 in-order cores x 4 hw threads, 992 MHz, shared L2 768 KB 12-way",
+    ),
+    (
+        "niagara-8c",
+        "Niagara T1: 8 in-order cores x 4 hw threads, shared L2 3 MB 12-way",
+    ),
+    (
+        "t1-dual",
+        "cache-fair: 2 single-threaded cores, 992 MHz, shared L2 256 KB 8-way, 4 GB/s bus",
+    ),
+    (
+        "power5-2x2x2",
+        "clustering: 2 chips x 2 cores x 2 SMT, L2 1.875 MB + L3 36 MB per chip",
+    ),
+    (
+        "clovertown-2x2",
+        "affinity: 2 chips x 2 cores, L2 4 MB 16-way per chip",
+    ),
+    (
+        "clovertown-ump",
+        "affinity: 2 chips x 1 core (unicore multiprocessor), L2 4 MB per chip",
+    ),
     ("xeon-e5-16m", "timeslices: 4 cores sharing a 16 MB LLC"),
     ("xeon-e5-16m-2c", "timeslices: 2 cores sharing a 16 MB LLC"),
     ("core2-4m", "timeslices: 2 cores sharing a 4 MB LLC"),
 ];
 
-fn c(level: u8, kind: CacheKind, size_kb: u64, ways: u32, line: u32, lat: u32, scope: CacheScope) -> CacheSpec {
+fn c(
+    level: u8,
+    kind: CacheKind,
+    size_kb: u64,
+    ways: u32,
+    line: u32,
+    lat: u32,
+    scope: CacheScope,
+) -> CacheSpec {
     CacheSpec {
         level,
         kind,
@@ -164,12 +190,7 @@ impl MachineConfig {
             caches,
             memory,
         };
-        let niagara_l1 = || {
-            vec![
-                c(1, I, 16, 4, 32, 1, Core),
-                c(1, D, 8, 4, 16, 3, Core),
-            ]
-        };
+        let niagara_l1 = || vec![c(1, I, 16, 4, 32, 1, Core), c(1, D, 8, 4, 16, 3, Core)];
         let cfg = match name {
             // Niagara: 3 MB L2 for 8 cores; the CASC paper simulates a quarter of it.
             // 4 GB/s per 2 cores is a quarter of Niagara's ~20 GB/s DRAM bandwidth.
@@ -299,7 +320,9 @@ impl MachineConfig {
             return Err(bad("core.mlp must be at least 1".into()));
         }
         if self.core.kind == CoreKind::Single && self.threads_per_core != 1 {
-            return Err(bad("a 'single' core has exactly one hardware context".into()));
+            return Err(bad(
+                "a 'single' core has exactly one hardware context".into()
+            ));
         }
         if !(self.memory.bus_bytes_per_cycle > 0.0) {
             return Err(bad("memory.bus_bytes_per_cycle must be positive".into()));
@@ -307,7 +330,11 @@ impl MachineConfig {
         if self.memory.store_buffer_entries == 0 {
             return Err(bad("memory.store_buffer_entries must be at least 1".into()));
         }
-        if !self.caches.iter().any(|c| c.level == 1 && c.kind != CacheKind::Instruction) {
+        if !self
+            .caches
+            .iter()
+            .any(|c| c.level == 1 && c.kind != CacheKind::Instruction)
+        {
             return Err(bad("a level-1 data (or unified) cache is required".into()));
         }
         for w in self.caches.windows(2) {
@@ -317,7 +344,10 @@ impl MachineConfig {
         }
         for c in &self.caches {
             if !c.line_bytes.is_power_of_two() {
-                return Err(bad(format!("L{} line size {} is not a power of two", c.level, c.line_bytes)));
+                return Err(bad(format!(
+                    "L{} line size {} is not a power of two",
+                    c.level, c.line_bytes
+                )));
             }
         }
         self.topology()?;
@@ -369,7 +399,11 @@ impl MachineConfig {
             cores_per_chip: (cores / chips.max(1)).max(1),
             threads_per_core: threads,
             core: CoreModel {
-                kind: if threads > 1 { CoreKind::Smt } else { CoreKind::Single },
+                kind: if threads > 1 {
+                    CoreKind::Smt
+                } else {
+                    CoreKind::Single
+                },
                 issue_width: 2,
                 mlp: 2.0,
             },
@@ -401,7 +435,10 @@ mod tests {
         for (name, _) in PRESETS {
             let m = MachineConfig::preset(name).unwrap();
             let t = m.topology().unwrap();
-            assert_eq!(t.nr_cpus() as u32, m.chips * m.cores_per_chip * m.threads_per_core);
+            assert_eq!(
+                t.nr_cpus() as u32,
+                m.chips * m.cores_per_chip * m.threads_per_core
+            );
         }
         let n = MachineConfig::preset("niagara-2c").unwrap();
         let t = n.topology().unwrap();
@@ -409,7 +446,10 @@ mod tests {
         assert_eq!(t.caches[t.llc().unwrap()].size_bytes, 768 << 10);
         let small = n.with_llc_bytes(48 << 10).unwrap();
         assert_eq!(small.caches[2].size_bytes, 48 << 10);
-        assert!(MachineConfig::preset("nope").unwrap_err().to_string().contains("cachesched machines"));
+        assert!(MachineConfig::preset("nope")
+            .unwrap_err()
+            .to_string()
+            .contains("cachesched machines"));
     }
 
     #[test]

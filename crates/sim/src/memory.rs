@@ -40,6 +40,9 @@ pub struct AccessOutcome {
     pub served: Served,
 }
 
+/// Per CPU, a list of (cache level, instance) pairs.
+type Targets = Vec<Vec<(usize, usize)>>;
+
 #[derive(Debug, Clone, Copy)]
 struct PathLevel {
     level: usize,
@@ -59,9 +62,9 @@ pub struct MemorySystem {
     dpath: Vec<Vec<PathLevel>>,
     ipath: Vec<Vec<PathLevel>>,
     /// Per CPU: other cores' private data caches on the same chip.
-    siblings: Vec<Vec<(usize, usize)>>,
+    siblings: Targets,
     /// Per CPU: data caches on other chips.
-    remote: Vec<Vec<(usize, usize)>>,
+    remote: Targets,
     coherent: bool,
     mem_latency: u32,
     remote_latency: u32,
@@ -193,7 +196,14 @@ impl MemorySystem {
 
     /// Probes `targets` for the block containing `addr`; if `invalidate`, removes the
     /// copies, else clears `clear` from their flags. Returns whether any held it.
-    fn probe(&mut self, targets_of: fn(&MemorySystem) -> &Vec<Vec<(usize, usize)>>, cpu: usize, addr: u64, invalidate: bool, clear: u8) -> bool {
+    fn probe(
+        &mut self,
+        targets_of: fn(&MemorySystem) -> &Targets,
+        cpu: usize,
+        addr: u64,
+        invalidate: bool,
+        clear: u8,
+    ) -> bool {
         let n = targets_of(self)[cpu].len();
         let mut found = false;
         for k in 0..n {
@@ -212,8 +222,22 @@ impl MemorySystem {
         found
     }
 
-    fn fill(&mut self, cpu: usize, i: usize, owner: u32, addr: u64, flags: u8, data: bool, now: u64) {
-        let path = if data { &self.dpath[cpu] } else { &self.ipath[cpu] };
+    #[allow(clippy::too_many_arguments)] // the hot path passes scalars, not a struct
+    fn fill(
+        &mut self,
+        cpu: usize,
+        i: usize,
+        owner: u32,
+        addr: u64,
+        flags: u8,
+        data: bool,
+        now: u64,
+    ) {
+        let path = if data {
+            &self.dpath[cpu]
+        } else {
+            &self.ipath[cpu]
+        };
         let pl = path[i];
         let outer = path.get(i + 1).copied();
         let block = addr >> pl.shift;
@@ -233,7 +257,15 @@ impl MemorySystem {
     /// A data access by `owner` on `cpu` at cycle `now`; updates `ctr` (references and
     /// misses per level, remote accesses).
     #[inline]
-    pub fn data_access(&mut self, cpu: usize, owner: u32, addr: u64, write: bool, now: u64, ctr: &mut Counters) -> AccessOutcome {
+    pub fn data_access(
+        &mut self,
+        cpu: usize,
+        owner: u32,
+        addr: u64,
+        write: bool,
+        now: u64,
+        ctr: &mut Counters,
+    ) -> AccessOutcome {
         let npath = self.dpath[cpu].len();
         let wflag = if write { DIRTY } else { 0 };
         let mut hit: Option<(usize, u8)> = None;
@@ -257,7 +289,12 @@ impl MemorySystem {
         let both = EXCLUSIVE | CORE_EXCLUSIVE;
         let (mut stall, served, fill_upto, mut excl) = match hit {
             Some((0, f)) => (0, Served::Local(0), 0, f & both),
-            Some((k, f)) => (self.dpath[cpu][k].latency, Served::Local(k as u8), k, f & both),
+            Some((k, f)) => (
+                self.dpath[cpu][k].latency,
+                Served::Local(k as u8),
+                k,
+                f & both,
+            ),
             None => (0, Served::Memory, npath, 0),
         };
         let mut served = served;
@@ -301,7 +338,11 @@ impl MemorySystem {
         if let Some((k, f)) = hit {
             if self.coherent && f & both != excl {
                 let pl = self.dpath[cpu][k];
-                self.caches[pl.level][pl.instance].update_flags(addr >> pl.shift, excl, both & !excl);
+                self.caches[pl.level][pl.instance].update_flags(
+                    addr >> pl.shift,
+                    excl,
+                    both & !excl,
+                );
             }
         }
         AccessOutcome {
@@ -312,7 +353,14 @@ impl MemorySystem {
 
     /// An instruction fetch of the line holding `addr`.
     #[inline]
-    pub fn instr_fetch(&mut self, cpu: usize, owner: u32, addr: u64, now: u64, ctr: &mut Counters) -> AccessOutcome {
+    pub fn instr_fetch(
+        &mut self,
+        cpu: usize,
+        owner: u32,
+        addr: u64,
+        now: u64,
+        ctr: &mut Counters,
+    ) -> AccessOutcome {
         let npath = self.ipath[cpu].len();
         for i in 0..npath {
             let pl = self.ipath[cpu][i];
@@ -321,7 +369,10 @@ impl MemorySystem {
             }
             ctr.l2_refs += pl.counts_l2 as u64;
             ctr.llc_refs += pl.counts_llc as u64;
-            if self.caches[pl.level][pl.instance].lookup(addr >> pl.shift, 0).is_some() {
+            if self.caches[pl.level][pl.instance]
+                .lookup(addr >> pl.shift, 0)
+                .is_some()
+            {
                 for j in (0..i).rev() {
                     self.fill(cpu, j, owner, addr, 0, false, now);
                 }
@@ -370,9 +421,24 @@ mod tests {
         let a = m.data_access(0, 1, 0x10_000, false, 0, &mut c);
         assert_eq!(a.served, Served::Memory);
         assert!(a.stall_cycles >= 110);
-        assert_eq!((c.l1d_refs, c.l1d_misses, c.l2_refs, c.l2_misses, c.llc_misses), (1, 1, 1, 1, 1));
+        assert_eq!(
+            (
+                c.l1d_refs,
+                c.l1d_misses,
+                c.l2_refs,
+                c.l2_misses,
+                c.llc_misses
+            ),
+            (1, 1, 1, 1, 1)
+        );
         let b = m.data_access(0, 1, 0x10_004, false, 1000, &mut c);
-        assert_eq!(b, AccessOutcome { stall_cycles: 0, served: Served::Local(0) });
+        assert_eq!(
+            b,
+            AccessOutcome {
+                stall_cycles: 0,
+                served: Served::Local(0)
+            }
+        );
         // the other core misses its L1 but hits the shared L2
         let d = m.data_access(1, 2, 0x10_000, false, 2000, &mut c);
         assert_eq!(d.served, Served::Local(1));
@@ -387,7 +453,10 @@ mod tests {
         m.data_access(1, 2, 0x4000, false, 0, &mut c);
         assert!(m.cache(1, 1).contains(0x4000 >> 4));
         m.data_access(0, 1, 0x4000, true, 0, &mut c);
-        assert!(!m.cache(1, 1).contains(0x4000 >> 4), "core 1's L1D copy must be invalidated");
+        assert!(
+            !m.cache(1, 1).contains(0x4000 >> 4),
+            "core 1's L1D copy must be invalidated"
+        );
         // core 1 reads again: L1 miss, served by the shared L2
         let r = m.data_access(1, 2, 0x4000, false, 0, &mut c);
         assert_eq!(r.served, Served::Local(1));
@@ -421,7 +490,10 @@ mod tests {
         let mut c = Counters::default();
         let mut stalls = Vec::new();
         for i in 0..20u64 {
-            stalls.push(m.data_access(0, 1, 0x100_0000 + i * 4096, false, 0, &mut c).stall_cycles);
+            stalls.push(
+                m.data_access(0, 1, 0x100_0000 + i * 4096, false, 0, &mut c)
+                    .stall_cycles,
+            );
         }
         assert!(stalls[19] > stalls[0] + 100, "{stalls:?}");
         assert_eq!(m.bus_transfers, 20);

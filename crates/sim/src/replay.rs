@@ -48,6 +48,14 @@ pub enum ReplayError {
         /// The offending text (truncated).
         text: String,
     },
+    /// A binary trace could not be decoded.
+    #[error("malformed binary trace at byte offset {offset}: {reason}")]
+    MalformedBinary {
+        /// Byte offset of the bad record.
+        offset: u64,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// Reading failed.
     #[error("reading trace: {0}")]
     Io(#[from] std::io::Error),
@@ -86,6 +94,16 @@ pub enum TraceEvent {
         addr: u64,
         /// Size in bytes.
         size: u64,
+    },
+    /// `count` sequential instructions, `bytes` long in all, each within the same
+    /// 16-byte-aligned block as the instruction fetched before it: under cachegrind's
+    /// rules (lines of at least 16 bytes) every one is an I1 hit on the most recently
+    /// used line, for any cache configuration. Only binary traces aggregate them.
+    HitRun {
+        /// Number of instructions.
+        count: u64,
+        /// Their total size.
+        bytes: u64,
     },
 }
 
@@ -172,6 +190,11 @@ pub struct CgSim {
     d1: Cache,
     ll: Cache,
     min_line: u64,
+    /// Block of the most recent I1 reference: it is the MRU line of its set, so another
+    /// non-straddling reference to it is a hit that changes nothing.
+    last_i: u64,
+    /// The same for D1.
+    last_d: u64,
     /// Counters so far.
     pub counts: CgCounts,
 }
@@ -193,23 +216,49 @@ fn ref_is_miss(c: &mut Cache, addr: u64, size: u64) -> bool {
 
 impl CgSim {
     /// A cold hierarchy.
-    pub fn new(i1: CacheGeometry, d1: CacheGeometry, ll: CacheGeometry) -> Result<CgSim, ReplayError> {
+    pub fn new(
+        i1: CacheGeometry,
+        d1: CacheGeometry,
+        ll: CacheGeometry,
+    ) -> Result<CgSim, ReplayError> {
         Ok(CgSim {
             geoms: [i1, d1, ll],
             i1: Cache::new(i1)?,
             d1: Cache::new(d1)?,
             ll: Cache::new(ll)?,
             min_line: i1.line_bytes.min(d1.line_bytes).min(ll.line_bytes) as u64,
+            last_i: u64::MAX,
+            last_d: u64::MAX,
             counts: CgCounts::default(),
         })
+    }
+
+    /// Whether a D1 reference is a hit on the most recently used D1 block (then nothing
+    /// changes); otherwise records the block it will leave as MRU.
+    #[inline]
+    fn d1_mru_hit(&mut self, addr: u64, size: u64) -> bool {
+        let shift = self.d1.line_shift();
+        let (b1, b2) = (addr >> shift, (addr + size - 1) >> shift);
+        if b1 == self.last_d && b2 == b1 {
+            return true;
+        }
+        self.last_d = b2;
+        false
     }
 
     /// Replays one event.
     #[inline]
     pub fn event(&mut self, e: TraceEvent) {
         match e {
+            TraceEvent::HitRun { count, .. } => self.counts.ir += count,
             TraceEvent::Instr { addr, size } => {
                 self.counts.ir += 1;
+                let shift = self.i1.line_shift();
+                let (b1, b2) = (addr >> shift, (addr + size - 1) >> shift);
+                if b1 == self.last_i && b2 == b1 {
+                    return;
+                }
+                self.last_i = b2;
                 if ref_is_miss(&mut self.i1, addr, size) {
                     self.counts.i1mr += 1;
                     if ref_is_miss(&mut self.ll, addr, size) {
@@ -220,6 +269,9 @@ impl CgSim {
             TraceEvent::Load { addr, size } | TraceEvent::Modify { addr, size } => {
                 let size = size.min(self.min_line);
                 self.counts.dr += 1;
+                if self.d1_mru_hit(addr, size) {
+                    return;
+                }
                 if ref_is_miss(&mut self.d1, addr, size) {
                     self.counts.d1mr += 1;
                     if ref_is_miss(&mut self.ll, addr, size) {
@@ -230,6 +282,9 @@ impl CgSim {
             TraceEvent::Store { addr, size } => {
                 let size = size.min(self.min_line);
                 self.counts.dw += 1;
+                if self.d1_mru_hit(addr, size) {
+                    return;
+                }
                 if ref_is_miss(&mut self.d1, addr, size) {
                     self.counts.d1mw += 1;
                     if ref_is_miss(&mut self.ll, addr, size) {
@@ -252,7 +307,12 @@ impl CgSim {
         }
         s += &format!("cmd: {cmd}\n");
         s += "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw \n";
-        let v: Vec<String> = self.counts.as_array().iter().map(|x| x.to_string()).collect();
+        let v: Vec<String> = self
+            .counts
+            .as_array()
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
         s += &format!("summary: {}\n", v.join(" "));
         s
     }
@@ -343,10 +403,14 @@ impl<R: BufRead> LackeyReader<R> {
                 return Err(self.malformed("line too short"));
             }
             let (kind, body) = (&l[..2], &l[3..]);
-            if l[2] != b' ' && !(kind == b"I " && l[2] == b' ') {
+            if l[2] != b' ' {
                 return Err(self.malformed("expected 'I  addr,size' or ' L|S|M addr,size'"));
             }
-            let body = if kind == b"I " { trim_start(body) } else { body };
+            let body = if kind == b"I " {
+                trim_start(body)
+            } else {
+                body
+            };
             let Some(comma) = body.iter().position(|&c| c == b',') else {
                 return Err(self.malformed("missing ',' between address and size"));
             };
@@ -398,14 +462,28 @@ mod tests {
     #[test]
     fn parses_lackey_lines() {
         let text = "==12== Lackey\nI  0401ab70,3\n S 1fff000758,8\n L 00001000,4\n M 10,2\n\n";
-        let evs: Vec<_> = LackeyReader::new(text.as_bytes()).map(|e| e.unwrap()).collect();
+        let evs: Vec<_> = LackeyReader::new(text.as_bytes())
+            .map(|e| e.unwrap())
+            .collect();
         assert_eq!(
             evs,
             vec![
-                TraceEvent::Instr { addr: 0x401ab70, size: 3 },
-                TraceEvent::Store { addr: 0x1fff000758, size: 8 },
-                TraceEvent::Load { addr: 0x1000, size: 4 },
-                TraceEvent::Modify { addr: 0x10, size: 2 },
+                TraceEvent::Instr {
+                    addr: 0x401ab70,
+                    size: 3
+                },
+                TraceEvent::Store {
+                    addr: 0x1fff000758,
+                    size: 8
+                },
+                TraceEvent::Load {
+                    addr: 0x1000,
+                    size: 4
+                },
+                TraceEvent::Modify {
+                    addr: 0x10,
+                    size: 2
+                },
             ]
         );
     }
@@ -447,16 +525,31 @@ mod tests {
     fn straddle_counts_one_reference_and_modify_counts_as_read() {
         let mut s = sim();
         // straddles lines 0x1000/0x1040: one Dr, one D1 miss, one LL miss
-        s.event(TraceEvent::Load { addr: 0x103c, size: 8 });
+        s.event(TraceEvent::Load {
+            addr: 0x103c,
+            size: 8,
+        });
         assert_eq!((s.counts.dr, s.counts.d1mr, s.counts.dlmr), (1, 1, 1));
         // both lines now present
-        s.event(TraceEvent::Load { addr: 0x1040, size: 4 });
-        s.event(TraceEvent::Load { addr: 0x1000, size: 4 });
+        s.event(TraceEvent::Load {
+            addr: 0x1040,
+            size: 4,
+        });
+        s.event(TraceEvent::Load {
+            addr: 0x1000,
+            size: 4,
+        });
         assert_eq!(s.counts.d1mr, 1);
-        s.event(TraceEvent::Modify { addr: 0x2000, size: 4 });
+        s.event(TraceEvent::Modify {
+            addr: 0x2000,
+            size: 4,
+        });
         assert_eq!((s.counts.dr, s.counts.dw, s.counts.d1mr), (4, 0, 2));
         // a 128-byte access is clamped to the 64-byte minimum line: one line only
-        s.event(TraceEvent::Store { addr: 0x3000, size: 128 });
+        s.event(TraceEvent::Store {
+            addr: 0x3000,
+            size: 128,
+        });
         assert_eq!((s.counts.dw, s.counts.d1mw), (1, 1));
         assert!(!s.d1.contains(0x3040 >> 6));
         assert!(s.report("x").contains("summary: 0 0 0 4 2 2 1 1 1"));

@@ -121,7 +121,10 @@ impl RunResult {
         );
         s += &format!(
             "kernel: {} context switches, {} migrations, {} balance moves, {} mask fallbacks\n",
-            self.kernel.context_switches, self.kernel.migrations, self.kernel.balance_moves, self.kernel.mask_fallbacks
+            self.kernel.context_switches,
+            self.kernel.migrations,
+            self.kernel.balance_moves,
+            self.kernel.mask_fallbacks
         );
         s += "  thread name            cpu%     IPC   L1D-miss  L2-miss  LLC-MPKI  remote\n";
         for t in &self.threads {
@@ -132,7 +135,11 @@ impl RunResult {
                 t.name,
                 t.cpu_share * 100.0,
                 c.ipc(),
-                if c.l1d_refs > 0 { c.l1d_misses as f64 / c.l1d_refs as f64 } else { 0.0 },
+                if c.l1d_refs > 0 {
+                    c.l1d_misses as f64 / c.l1d_refs as f64
+                } else {
+                    0.0
+                },
                 c.l2_miss_ratio(),
                 c.llc_mpki(),
                 c.remote_accesses

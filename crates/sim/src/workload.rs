@@ -126,7 +126,11 @@ impl LocalityModel {
         if self.regions.iter().any(|r| r.kb == 0 || !(r.weight > 0.0)) {
             return bad("every region needs kb > 0 and weight > 0");
         }
-        if self.regions.iter().any(|r| matches!(r.pattern, Pattern::Stream { stride } if stride == 0)) {
+        if self
+            .regions
+            .iter()
+            .any(|r| matches!(r.pattern, Pattern::Stream { stride } if stride == 0))
+        {
             return bad("a stream stride must be positive");
         }
         if !(self.gap_mean >= 0.0) || self.gap_mean > 1e6 {
@@ -171,11 +175,31 @@ pub fn profiles() -> Vec<(&'static str, &'static str, LocalityModel)> {
         instructions: None,
     };
     vec![
-        ("compute", "4 KB random working set: L1-resident, CPU-bound", one(4, Pattern::Random, 4.0)),
-        ("small", "64 KB random working set: L2-resident", one(64, Pattern::Random, 2.0)),
-        ("medium", "256 KB random working set", one(256, Pattern::Random, 2.0)),
-        ("large", "1 MB random working set: cache-hungry", one(1024, Pattern::Random, 2.0)),
-        ("huge", "8 MB random working set: misses most caches", one(8 * 1024, Pattern::Random, 2.0)),
+        (
+            "compute",
+            "4 KB random working set: L1-resident, CPU-bound",
+            one(4, Pattern::Random, 4.0),
+        ),
+        (
+            "small",
+            "64 KB random working set: L2-resident",
+            one(64, Pattern::Random, 2.0),
+        ),
+        (
+            "medium",
+            "256 KB random working set",
+            one(256, Pattern::Random, 2.0),
+        ),
+        (
+            "large",
+            "1 MB random working set: cache-hungry",
+            one(1024, Pattern::Random, 2.0),
+        ),
+        (
+            "huge",
+            "8 MB random working set: misses most caches",
+            one(8 * 1024, Pattern::Random, 2.0),
+        ),
         (
             "stream",
             "64 MB sequential scan, 8-byte stride",
@@ -186,8 +210,18 @@ pub fn profiles() -> Vec<(&'static str, &'static str, LocalityModel)> {
             "80% of accesses to a 32 KB hot set, 20% to 4 MB",
             LocalityModel {
                 regions: vec![
-                    Region { kb: 32, weight: 0.8, pattern: Pattern::Random, shared: false },
-                    Region { kb: 4096, weight: 0.2, pattern: Pattern::Random, shared: false },
+                    Region {
+                        kb: 32,
+                        weight: 0.8,
+                        pattern: Pattern::Random,
+                        shared: false,
+                    },
+                    Region {
+                        kb: 4096,
+                        weight: 0.2,
+                        pattern: Pattern::Random,
+                        shared: false,
+                    },
                 ],
                 ..one(1, Pattern::Random, 2.0)
             },
@@ -300,7 +334,11 @@ impl Workload for LocalityThread {
         }
         let gap = self.gap();
         let u = self.rng.unit();
-        let r = self.cum_weights.iter().position(|&c| u < c).unwrap_or(self.cum_weights.len() - 1);
+        let r = self
+            .cum_weights
+            .iter()
+            .position(|&c| u < c)
+            .unwrap_or(self.cum_weights.len() - 1);
         let size = self.model.regions[r].kb << 10;
         let off = match self.model.regions[r].pattern {
             Pattern::Random => self.rng.below(size / 8) * 8,
@@ -357,7 +395,12 @@ mod tests {
     #[test]
     fn private_regions_disjoint_shared_coincide() {
         let mut m = profile("small").unwrap();
-        m.regions.push(Region { kb: 64, weight: 1.0, pattern: Pattern::Random, shared: true });
+        m.regions.push(Region {
+            kb: 64,
+            weight: 1.0,
+            pattern: Pattern::Random,
+            shared: true,
+        });
         let t0 = LocalityThread::new(m.clone(), 3, 0, SimRng::new(1));
         let t1 = LocalityThread::new(m.clone(), 3, 1, SimRng::new(2));
         let other = LocalityThread::new(m, 4, 0, SimRng::new(3));

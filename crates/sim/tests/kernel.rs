@@ -80,7 +80,10 @@ fn cfs_is_fair_and_weighted() {
     let mut low = c.threads[0].clone();
     low.nice = 5;
     c.threads.push(low);
-    let p = Fixed { mask: cpu0(), ..Default::default() };
+    let p = Fixed {
+        mask: cpu0(),
+        ..Default::default()
+    };
     let r = simulate_with(&c, Box::new(p)).unwrap();
     let ratio = r.threads[0].cpu_share / r.threads[1].cpu_share;
     assert!((ratio - 1024.0 / 335.0).abs() < 0.4, "weight ratio {ratio}");
@@ -90,7 +93,11 @@ fn cfs_is_fair_and_weighted() {
 #[test]
 fn custom_slices_cut_context_switches() {
     let base = cfg("t1-dual", "compute:2", 400.0);
-    let pin = |slice| Fixed { mask: cpu0(), slice, ..Default::default() };
+    let pin = |slice| Fixed {
+        mask: cpu0(),
+        slice,
+        ..Default::default()
+    };
     let short = simulate_with(&base, Box::new(pin(None))).unwrap();
     let long = simulate_with(&base, Box::new(pin(Some(Nanos::from_ms(45))))).unwrap();
     assert!(
@@ -117,9 +124,18 @@ fn ts_and_rr_baselines_run_and_rr_priority_starves_with_watchdog() {
     c.kernel.starvation_limit_ms = 100.0;
     c.threads[0].nice = -5;
     c.threads.push(ThreadGroup::of("compute", 1));
-    let err = simulate_with(&c, Box::new(Fixed { mask: cpu0(), ..Default::default() })).unwrap_err();
+    let err = simulate_with(
+        &c,
+        Box::new(Fixed {
+            mask: cpu0(),
+            ..Default::default()
+        }),
+    )
+    .unwrap_err();
     match err {
-        SimError::Starvation { thread, limit_ms, .. } => {
+        SimError::Starvation {
+            thread, limit_ms, ..
+        } => {
             assert_eq!(thread, ThreadId(1));
             assert_eq!(limit_ms, 100.0);
         }
@@ -129,7 +145,10 @@ fn ts_and_rr_baselines_run_and_rr_priority_starves_with_watchdog() {
 
 #[test]
 fn empty_mask_falls_back_and_is_counted() {
-    let p = Fixed { mask: Some(Cpumask::from_cpus([CpuId(99)])), ..Default::default() };
+    let p = Fixed {
+        mask: Some(Cpumask::from_cpus([CpuId(99)])),
+        ..Default::default()
+    };
     let r = simulate_with(&cfg("t1-dual", "compute:2", 50.0), Box::new(p)).unwrap();
     assert_eq!(r.kernel.mask_fallbacks, 2);
     assert!(r.threads.iter().all(|t| t.cpu_share > 0.9));
@@ -137,7 +156,11 @@ fn empty_mask_falls_back_and_is_counted() {
 
 #[test]
 fn boost_wins_the_cpu() {
-    let p = Fixed { mask: cpu0(), boost_first: true, ..Default::default() };
+    let p = Fixed {
+        mask: cpu0(),
+        boost_first: true,
+        ..Default::default()
+    };
     let r = simulate_with(&cfg("t1-dual", "compute:2", 100.0), Box::new(p)).unwrap();
     assert!(r.threads[0].cpu_share > 0.95 && r.threads[1].cpu_share < 0.05);
 }
@@ -145,7 +168,10 @@ fn boost_wins_the_cpu() {
 #[test]
 fn corun_segments_describe_who_shared_the_cache() {
     let segs = Arc::new(Mutex::new(Vec::new()));
-    let p = Fixed { segments: segs.clone(), ..Default::default() };
+    let p = Fixed {
+        segments: segs.clone(),
+        ..Default::default()
+    };
     let r = simulate_with(&cfg("niagara-2c", "small:10", 100.0), Box::new(p)).unwrap();
     let segs = segs.lock().unwrap();
     assert!(segs.len() > 20, "{} segments", segs.len());
@@ -156,7 +182,11 @@ fn corun_segments_describe_who_shared_the_cache() {
         let mut ids: Vec<u32> = s.members.iter().map(|m| m.thread.0).collect();
         ids.sort();
         ids.dedup();
-        assert_eq!(ids.len(), s.members.len(), "a thread appears once per segment");
+        assert_eq!(
+            ids.len(),
+            s.members.len(),
+            "a thread appears once per segment"
+        );
         covered += s.duration().0;
     }
     // L2 segments tile the run (one instance covering all 8 CPUs): no gap, no overlap
@@ -176,8 +206,18 @@ fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
     g.same_process = true;
     g.model = Some(LocalityModel {
         regions: vec![
-            Region { kb: 4, weight: 0.6, pattern: Pattern::Random, shared: false },
-            Region { kb: 64, weight: 0.4, pattern: Pattern::Random, shared: true },
+            Region {
+                kb: 4,
+                weight: 0.6,
+                pattern: Pattern::Random,
+                shared: false,
+            },
+            Region {
+                kb: 64,
+                weight: 0.4,
+                pattern: Pattern::Random,
+                shared: true,
+            },
         ],
         gap_mean: 3.0,
         write_fraction,
@@ -196,18 +236,38 @@ fn cross_chip_sharing_is_remote_and_sampled() {
     c.duration_ms = 40.0;
     let samples = Arc::new(Mutex::new(Vec::new()));
     // spread over both chips (4 threads on 8 CPUs: the kernel spreads them)
-    let p = Fixed { sampling: Some(50), samples: samples.clone(), ..Default::default() };
+    let p = Fixed {
+        sampling: Some(50),
+        samples: samples.clone(),
+        ..Default::default()
+    };
     let spread = simulate_with(&c, Box::new(p)).unwrap();
     // all on chip 0
     let chip0 = Cpumask::parse_list("0-3").unwrap();
-    let together = simulate_with(&c, Box::new(Fixed { mask: Some(chip0), ..Default::default() })).unwrap();
+    let together = simulate_with(
+        &c,
+        Box::new(Fixed {
+            mask: Some(chip0),
+            ..Default::default()
+        }),
+    )
+    .unwrap();
     let rs = spread.totals.remote_accesses;
     let rt = together.totals.remote_accesses;
-    assert!(rs > 1000 && rt == 0, "remote accesses: spread {rs}, together {rt}");
+    assert!(
+        rs > 1000 && rt == 0,
+        "remote accesses: spread {rs}, together {rt}"
+    );
     assert!(spread.totals.remote_stall_cycles > 0);
-    assert!(together.ips > spread.ips * 1.1, "co-locating sharers must pay off");
+    assert!(
+        together.ips > spread.ips * 1.1,
+        "co-locating sharers must pay off"
+    );
     let n = samples.lock().unwrap().len() as u64;
-    assert!(n.abs_diff(rs / 50) <= 1, "{n} samples for {rs} remote accesses");
+    assert!(
+        n.abs_diff(rs / 50) <= 1,
+        "{n} samples for {rs} remote accesses"
+    );
     assert!(samples.lock().unwrap().iter().all(|s| s.addr.0 >> 44 == 1));
 }
 
@@ -231,7 +291,10 @@ fn affinity_oblivious_mode_migrates_more() {
         aware.kernel.migrations
     );
     // sleeping threads use less than a whole CPU
-    assert!(aware.threads.iter().all(|t| t.cpu_share > 0.2 && t.cpu_share < 0.9));
+    assert!(aware
+        .threads
+        .iter()
+        .all(|t| t.cpu_share > 0.2 && t.cpu_share < 0.9));
 }
 
 #[test]
@@ -240,9 +303,18 @@ fn bad_configuration_is_named() {
     c.warmup_ms = 20.0;
     assert!(simulate(&c).unwrap_err().to_string().contains("warmup_ms"));
     let c = cfg("no-such-machine", "compute:1", 10.0);
-    assert!(simulate(&c).unwrap_err().to_string().contains("no-such-machine"));
-    assert!(ThreadGroup::parse_mix("compute:x").unwrap_err().to_string().contains("count"));
-    assert!(ThreadGroup::parse_mix("nosuch:1").unwrap_err().to_string().contains("nosuch"));
+    assert!(simulate(&c)
+        .unwrap_err()
+        .to_string()
+        .contains("no-such-machine"));
+    assert!(ThreadGroup::parse_mix("compute:x")
+        .unwrap_err()
+        .to_string()
+        .contains("count"));
+    assert!(ThreadGroup::parse_mix("nosuch:1")
+        .unwrap_err()
+        .to_string()
+        .contains("nosuch"));
     let text = "machine = \"t1-dual\"\nthreads = []\nbogus_key = 3\n";
     let e = toml::from_str::<SimConfig>(text).unwrap_err().to_string();
     assert!(e.contains("bogus_key"), "{e}");

@@ -72,9 +72,15 @@ fn multithreading_hides_l1_misses_but_not_l2_misses() {
         .collect();
     let l1_miss_spread = spread(l1.iter().map(|p| p.l1_miss));
     let l1_ipc_spread = spread(l1.iter().map(|p| p.ipc_per_core));
-    assert!(l1_miss_spread > 4.0, "L1 sweep must vary the L1 miss ratio: {l1_miss_spread}");
+    assert!(
+        l1_miss_spread > 4.0,
+        "L1 sweep must vary the L1 miss ratio: {l1_miss_spread}"
+    );
     assert!(l1.iter().all(|p| p.l2_miss < 0.3));
-    assert!(l1_ipc_spread < 1.2, "L1 misses should be hidden: IPC spread {l1_ipc_spread}");
+    assert!(
+        l1_ipc_spread < 1.2,
+        "L1 misses should be hidden: IPC spread {l1_ipc_spread}"
+    );
 
     // Figure 3: sweep the L2 (the CASC paper's sizes): the L2 miss ratio drives IPC.
     let l2: Vec<Point> = [48, 96, 192, 384, 768]
@@ -84,7 +90,10 @@ fn multithreading_hides_l1_misses_but_not_l2_misses() {
     let l2_miss_spread = spread(l2.iter().map(|p| p.l2_miss));
     let l2_ipc_spread = spread(l2.iter().map(|p| p.ipc_per_core));
     assert!(l2_miss_spread > 3.0, "{l2_miss_spread}");
-    assert!(l2_ipc_spread > 1.6, "L2 misses must not be hidden: IPC spread {l2_ipc_spread}");
+    assert!(
+        l2_ipc_spread > 1.6,
+        "L2 misses must not be hidden: IPC spread {l2_ipc_spread}"
+    );
     for w in l2.windows(2) {
         assert!(w[1].l2_miss < w[0].l2_miss && w[1].ipc_per_core > w[0].ipc_per_core);
     }
@@ -96,7 +105,10 @@ fn multithreading_hides_l1_misses_but_not_l2_misses() {
         m.core.kind = CoreKind::Single;
         m
     };
-    let st: Vec<Point> = [2, 4, 8, 16, 32].iter().map(|&kb| run(single(kb), 2, model(1, 24))).collect();
+    let st: Vec<Point> = [2, 4, 8, 16, 32]
+        .iter()
+        .map(|&kb| run(single(kb), 2, model(1, 24)))
+        .collect();
     let st_ipc_spread = spread(st.iter().map(|p| p.ipc_per_core));
     assert!(spread(st.iter().map(|p| p.l1_miss)) > 4.0);
     assert!(

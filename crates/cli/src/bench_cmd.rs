@@ -1,0 +1,161 @@
+//! `cachesched bench`: speed measured side by side with a reference, reported as ratios.
+
+use crate::replay_cmd::{record, replay_file, CgCaches, RecordArgs};
+use anyhow::{bail, Context, Result};
+use cachesched_sim::machine::PRESETS;
+use cachesched_sim::{simulate, SimConfig, ThreadGroup};
+use clap::{Args, Subcommand};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// `cachesched bench …`.
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Replay speed against cachegrind itself on the same program and caches.
+    Replay(ReplayBenchArgs),
+    /// Simulated instructions per wall-clock second of the whole engine, per preset,
+    /// side by side with cachegrind's rate on a reference program.
+    Engine(EngineBenchArgs),
+}
+
+/// Arguments of `cachesched bench replay`.
+#[derive(Args, Debug)]
+pub struct ReplayBenchArgs {
+    #[command(flatten)]
+    caches: CgCaches,
+    /// Timed repetitions of each side (the best is kept).
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+    /// The program to trace and run under cachegrind.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// Arguments of `cachesched bench engine`.
+#[derive(Args, Debug)]
+pub struct EngineBenchArgs {
+    /// Simulated milliseconds per preset.
+    #[arg(long, default_value_t = 50.0)]
+    duration_ms: f64,
+    /// Reference program for cachegrind's simulated instructions per second (optional).
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+fn cachegrind(caches: &CgCaches, cmd: &[String], out: &std::path::Path) -> Result<(f64, Vec<u64>)> {
+    let t = Instant::now();
+    let st = Command::new("valgrind")
+        .args(["-q", "--tool=cachegrind", "--cache-sim=yes"])
+        .arg(format!("--I1={}", caches.i1))
+        .arg(format!("--D1={}", caches.d1))
+        .arg(format!("--LL={}", caches.ll))
+        .arg(format!("--cachegrind-out-file={}", out.display()))
+        .args(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .context("cannot run valgrind: install it (e.g. `apt-get install valgrind`)")?;
+    let secs = t.elapsed().as_secs_f64();
+    if !st.success() {
+        bail!("cachegrind failed on {cmd:?}");
+    }
+    let text = std::fs::read_to_string(out)?;
+    let summary = text
+        .lines()
+        .find_map(|l| l.strip_prefix("summary:"))
+        .context("cachegrind wrote no summary")?;
+    Ok((
+        secs,
+        summary
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect(),
+    ))
+}
+
+fn run_replay(a: ReplayBenchArgs) -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let trace = dir.join("trace.cst");
+    let (events, bytes) = record(&RecordArgs {
+        out: trace.clone(),
+        command: a.command.clone(),
+    })?;
+    println!("program: {}", a.command.join(" "));
+    println!("trace: {events} events, {bytes} bytes");
+    let mut best_cg = f64::MAX;
+    let mut best_us = f64::MAX;
+    let mut theirs = Vec::new();
+    let mut ours = Vec::new();
+    for _ in 0..a.repeat.max(1) {
+        let (s, v) = cachegrind(&a.caches, &a.command, &dir.join("cg.out"))?;
+        best_cg = best_cg.min(s);
+        theirs = v;
+        let t = Instant::now();
+        let mut sim = a.caches.sim()?;
+        replay_file(&mut sim, trace.to_str().context("temporary path is UTF-8")?)?;
+        best_us = best_us.min(t.elapsed().as_secs_f64());
+        ours = sim.counts.as_array().to_vec();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if ours != theirs {
+        bail!("counters differ: ours {ours:?}, cachegrind {theirs:?}");
+    }
+    println!("counters identical: {ours:?}");
+    println!(
+        "cachegrind {best_cg:.3} s, cachesched replay {best_us:.3} s: ratio {:.2}x",
+        best_cg / best_us
+    );
+    Ok(())
+}
+
+fn run_engine(a: EngineBenchArgs) -> Result<()> {
+    let mut reference = None;
+    if !a.command.is_empty() {
+        let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let caches = CgCaches {
+            i1: "32768,8,64".into(),
+            d1: "32768,8,64".into(),
+            ll: "8388608,16,64".into(),
+        };
+        let (s, v) = cachegrind(&caches, &a.command, &dir.join("cg.out"))?;
+        let _ = std::fs::remove_dir_all(&dir);
+        let rate = v[0] as f64 / s;
+        println!(
+            "reference: cachegrind on {}: {:.3e} instructions/s",
+            a.command.join(" "),
+            rate
+        );
+        reference = Some(rate);
+    }
+    println!(
+        "{:<16} {:>7} {:>14} {:>10}",
+        "preset", "threads", "sim instr/s", "vs ref"
+    );
+    for (name, _) in PRESETS {
+        let m = cachesched_sim::MachineConfig::preset(name)?;
+        let n = m.chips * m.cores_per_chip * m.threads_per_core;
+        let per = (n * 3).div_ceil(4).max(1);
+        let mix = format!("large:{per},medium:{per},small:{per}");
+        let mut cfg = SimConfig::new(name, ThreadGroup::parse_mix(&mix)?);
+        cfg.duration_ms = a.duration_ms;
+        let t = Instant::now();
+        let r = simulate(&cfg)?;
+        let rate = r.totals.instructions as f64 / t.elapsed().as_secs_f64();
+        let vs = reference
+            .map(|x| format!("{:.3}", rate / x))
+            .unwrap_or_else(|| "-".into());
+        println!("{name:<16} {:>7} {rate:>14.3e} {vs:>10}", 3 * per);
+    }
+    Ok(())
+}
+
+/// Dispatches `cachesched bench …`.
+pub fn run(c: BenchCommand) -> Result<()> {
+    match c {
+        BenchCommand::Replay(a) => run_replay(a),
+        BenchCommand::Engine(a) => run_engine(a),
+    }
+}

@@ -1,0 +1,213 @@
+//! The `cachesched` binary end to end: determinism, outputs, clear errors.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cachesched"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn run_err(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} should fail");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn simulate_is_byte_identical_per_seed_and_writes_resolved_config() {
+    let d = tmp("sim");
+    let args = |f: &str, seed: &str| {
+        vec![
+            "simulate".to_string(),
+            "--machine=t1-dual".into(),
+            "--mix=large:2,small:2".into(),
+            "--duration-ms=20".into(),
+            format!("--seed={seed}"),
+            format!("--json={}", d.join(f).display()),
+        ]
+    };
+    let a: Vec<String> = args("a.json", "7");
+    let out = run_ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        out.starts_with("seed 7\n"),
+        "the seed is printed first: {out}"
+    );
+    run_ok(
+        &args("b.json", "7")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    run_ok(
+        &args("c.json", "8")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let read = |f: &str| std::fs::read(d.join(f)).unwrap();
+    assert_eq!(read("a.json"), read("b.json"));
+    assert_ne!(read("a.json"), read("c.json"));
+    // the resolved configuration reproduces the run
+    let cfg = d.join("a.json.config.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    assert!(
+        text.contains("seed = 7") && text.contains("freq_mhz = 992"),
+        "{text}"
+    );
+    let again = d.join("again.json");
+    run_ok(&[
+        "simulate",
+        &format!("--config={}", cfg.display()),
+        &format!("--json={}", again.display()),
+    ]);
+    assert_eq!(read("a.json"), std::fs::read(again).unwrap());
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let d = tmp("bad");
+    assert!(run_err(&["simulate", "--machine=nosuch"]).contains("nosuch"));
+    assert!(run_err(&["simulate", "--mix=large:x"]).contains("count"));
+    assert!(run_err(&["simulate", "--baseline=fifo"]).contains("cfs, ts or rr"));
+    assert!(run_err(&["simulate", "--policy=nosuch"]).contains("unknown policy"));
+    assert!(
+        run_err(&["simulate", "--config=/nonexistent.toml"]).contains("cannot read config file")
+    );
+    let cfg = d.join("bad.toml");
+    std::fs::write(
+        &cfg,
+        "machine = \"t1-dual\"\nthreads = []\nduration_msec = 5\n",
+    )
+    .unwrap();
+    let e = run_err(&["simulate", &format!("--config={}", cfg.display())]);
+    assert!(e.contains("duration_msec"), "{e}");
+    let sc = d.join("sc.toml");
+    std::fs::write(&sc, "name = \"x\"\nmachine = \"t1-dual\"\nthreads = [{ profile = \"small\" }]\nmetrics = [\"nope\"]\n").unwrap();
+    assert!(run_err(&["experiment", sc.to_str().unwrap()]).contains("unknown metric 'nope'"));
+    std::fs::write(
+        &sc,
+        "name = \"x\"\nmachine = \"t1-dual\"\nthreads = [{ profile = \"small\", cnt = 2 }]\n",
+    )
+    .unwrap();
+    assert!(run_err(&["experiment", sc.to_str().unwrap()]).contains("cnt"));
+    assert!(run_err(&["experiment", "/nonexistent/scenario.toml"])
+        .contains("cannot read scenario file"));
+}
+
+#[test]
+fn experiment_writes_results_plots_and_report() {
+    let d = tmp("exp");
+    let sc = d.join("s.toml");
+    std::fs::write(
+        &sc,
+        r#"
+name = "tiny"
+machine = "niagara-2c"
+duration_ms = 15
+seeds = [1, 2]
+metrics = ["ips", "l2_miss_ratio"]
+threads = [{ profile = "large", count = 4 }, { profile = "small", count = 4 }]
+variants = [{ label = "cfs" }, { label = "ts", baseline = "ts" }]
+sweep = { llc_kb = [96, 768] }
+"#,
+    )
+    .unwrap();
+    let out = d.join("out");
+    let stdout = run_ok(&[
+        "experiment",
+        sc.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--jobs",
+        "2",
+    ]);
+    assert!(stdout.contains("8 runs"), "{stdout}");
+    for f in [
+        "results.json",
+        "results.csv",
+        "scenario.resolved.toml",
+        "report.md",
+        "ips.svg",
+        "l2_miss_ratio.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 9);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| ts | 96 |") && md.contains("![ips](ips.svg)"));
+    // the bigger L2 has the lower miss ratio, for both baselines (from the model)
+    let rows: Vec<Vec<String>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "l2_miss_ratio").unwrap();
+    for v in ["cfs", "ts"] {
+        let m = |kb: &str| -> f64 {
+            rows.iter()
+                .filter(|r| r[0] == v && r[1] == kb)
+                .map(|r| r[col].parse::<f64>().unwrap())
+                .sum()
+        };
+        assert!(m("768") < m("96"), "{v}");
+    }
+    let svg = std::fs::read_to_string(out.join("ips.svg")).unwrap();
+    assert!(svg.contains("<polyline") && svg.contains(">ts<"));
+    // deterministic outputs
+    let out2 = d.join("out2");
+    run_ok(&[
+        "experiment",
+        sc.to_str().unwrap(),
+        "--out",
+        out2.to_str().unwrap(),
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(
+        std::fs::read(out.join("results.json")).unwrap(),
+        std::fs::read(out2.join("results.json")).unwrap()
+    );
+}
+
+#[test]
+fn info_commands() {
+    let m = run_ok(&["machines"]);
+    for p in [
+        "niagara-2c",
+        "t1-dual",
+        "power5-2x2x2",
+        "clovertown-2x2",
+        "xeon-e5-16m",
+        "core2-4m",
+        "host",
+    ] {
+        assert!(m.contains(p), "{p}");
+    }
+    let t = run_ok(&["topology"]);
+    assert!(t.contains("host:") && t.contains("OS CPU numbers"));
+    let t = run_ok(&["topology", "--machine", "power5-2x2x2"]);
+    assert!(
+        t.contains("2 chip(s), 4 core(s), 8 hardware context(s)"),
+        "{t}"
+    );
+    assert!(run_ok(&["workloads"]).contains("hotcold"));
+}
