@@ -210,7 +210,7 @@ impl Cache {
         self.owner_class[i] = class;
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_base(&self, block: u64) -> usize {
         let set = match self.set_mask {
             Some(m) => block & m,
@@ -319,6 +319,13 @@ impl Cache {
             None
         };
         Outcome::Miss { evicted }
+    }
+
+    /// Whether `block` is the most recently used line of its set — then an access to
+    /// it is a hit that changes nothing. The inlined fast path of callers.
+    #[inline(always)]
+    pub fn is_mru(&self, block: u64) -> bool {
+        self.lines[self.set_base(block)].tag == block
     }
 
     /// Whether `block` is cached; does not change LRU order.

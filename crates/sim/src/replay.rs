@@ -200,15 +200,15 @@ pub struct CgSim {
 }
 
 /// References `[addr, addr+size)` in `c`; true if it missed (either line of a straddle).
-#[inline]
+#[inline(always)]
 fn ref_is_miss(c: &mut Cache, addr: u64, size: u64) -> bool {
     let shift = c.line_shift();
     let b1 = addr >> shift;
     let b2 = (addr + size - 1) >> shift;
-    let m1 = matches!(c.access(b1, 0, 0), Outcome::Miss { .. });
     if b1 == b2 {
-        return m1;
+        return !c.is_mru(b1) && matches!(c.access(b1, 0, 0), Outcome::Miss { .. });
     }
+    let m1 = matches!(c.access(b1, 0, 0), Outcome::Miss { .. });
     // Straddles two lines: always reference both (LRU state is a side effect).
     let m2 = matches!(c.access(b2, 0, 0), Outcome::Miss { .. });
     m1 || m2
@@ -250,47 +250,67 @@ impl CgSim {
     #[inline]
     pub fn event(&mut self, e: TraceEvent) {
         match e {
-            TraceEvent::HitRun { count, .. } => self.counts.ir += count,
-            TraceEvent::Instr { addr, size } => {
-                self.counts.ir += 1;
-                let shift = self.i1.line_shift();
-                let (b1, b2) = (addr >> shift, (addr + size - 1) >> shift);
-                if b1 == self.last_i && b2 == b1 {
-                    return;
-                }
-                self.last_i = b2;
-                if ref_is_miss(&mut self.i1, addr, size) {
-                    self.counts.i1mr += 1;
-                    if ref_is_miss(&mut self.ll, addr, size) {
-                        self.counts.ilmr += 1;
-                    }
-                }
-            }
+            TraceEvent::HitRun { count, .. } => self.hit_run(count),
+            TraceEvent::Instr { addr, size } => self.instr(addr, size),
             TraceEvent::Load { addr, size } | TraceEvent::Modify { addr, size } => {
-                let size = size.min(self.min_line);
-                self.counts.dr += 1;
-                if self.d1_mru_hit(addr, size) {
-                    return;
-                }
-                if ref_is_miss(&mut self.d1, addr, size) {
-                    self.counts.d1mr += 1;
-                    if ref_is_miss(&mut self.ll, addr, size) {
-                        self.counts.dlmr += 1;
-                    }
-                }
+                self.read(addr, size)
             }
-            TraceEvent::Store { addr, size } => {
-                let size = size.min(self.min_line);
-                self.counts.dw += 1;
-                if self.d1_mru_hit(addr, size) {
-                    return;
-                }
-                if ref_is_miss(&mut self.d1, addr, size) {
-                    self.counts.d1mw += 1;
-                    if ref_is_miss(&mut self.ll, addr, size) {
-                        self.counts.dlmw += 1;
-                    }
-                }
+            TraceEvent::Store { addr, size } => self.write(addr, size),
+        }
+    }
+
+    /// `count` instructions that are sure I1 hits.
+    #[inline(always)]
+    pub fn hit_run(&mut self, count: u64) {
+        self.counts.ir += count;
+    }
+
+    /// An instruction fetch.
+    #[inline(always)]
+    pub fn instr(&mut self, addr: u64, size: u64) {
+        self.counts.ir += 1;
+        let shift = self.i1.line_shift();
+        let (b1, b2) = (addr >> shift, (addr + size - 1) >> shift);
+        if b1 == self.last_i && b2 == b1 {
+            return;
+        }
+        self.last_i = b2;
+        if ref_is_miss(&mut self.i1, addr, size) {
+            self.counts.i1mr += 1;
+            if ref_is_miss(&mut self.ll, addr, size) {
+                self.counts.ilmr += 1;
+            }
+        }
+    }
+
+    /// A data read (load or modify).
+    #[inline(always)]
+    pub fn read(&mut self, addr: u64, size: u64) {
+        let size = size.min(self.min_line);
+        self.counts.dr += 1;
+        if self.d1_mru_hit(addr, size) {
+            return;
+        }
+        if ref_is_miss(&mut self.d1, addr, size) {
+            self.counts.d1mr += 1;
+            if ref_is_miss(&mut self.ll, addr, size) {
+                self.counts.dlmr += 1;
+            }
+        }
+    }
+
+    /// A data write.
+    #[inline(always)]
+    pub fn write(&mut self, addr: u64, size: u64) {
+        let size = size.min(self.min_line);
+        self.counts.dw += 1;
+        if self.d1_mru_hit(addr, size) {
+            return;
+        }
+        if ref_is_miss(&mut self.d1, addr, size) {
+            self.counts.d1mw += 1;
+            if ref_is_miss(&mut self.ll, addr, size) {
+                self.counts.dlmw += 1;
             }
         }
     }

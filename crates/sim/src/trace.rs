@@ -308,9 +308,113 @@ fn bad(offset: u64, reason: &'static str) -> ReplayError {
     ReplayError::MalformedBinary { offset, reason }
 }
 
-/// Replays a binary trace through `sim`; returns the number of events.
+/// Replays a binary trace through `sim`; returns the number of events. Decoding and
+/// simulation are fused into one loop: one dispatch per record, no event values.
 pub fn replay_binary<R: std::io::Read>(sim: &mut CgSim, input: R) -> Result<u64, ReplayError> {
-    read_trace(input, |e| sim.event(e))
+    let mut r = TraceReader::new(input)?;
+    let mut n = 0u64;
+    loop {
+        if r.len - r.pos < MAX_RECORD && !r.eof {
+            r.refill()?;
+        }
+        // Decode records while a whole record is surely buffered.
+        let safe_end = if r.eof { r.len } else { r.len - MAX_RECORD };
+        if r.pos >= r.len {
+            return Ok(n);
+        }
+        if r.pos >= safe_end {
+            // near the end of the input: the careful path
+            match r.next_event()? {
+                Some(e) => {
+                    sim.event(e);
+                    n += 1;
+                    continue;
+                }
+                None => return Ok(n),
+            }
+        }
+        let data = &r.buf[..r.len];
+        let mut p = r.pos;
+        while p < safe_end {
+            let h = data[p];
+            let size = (h & 15) as u64;
+            if size == 0 {
+                break; // rare: sizes ≥ 16 take the careful path
+            }
+            match h >> 4 {
+                0 => {
+                    p += 1;
+                    let addr = r.next_i;
+                    r.next_i = addr.wrapping_add(size);
+                    sim.instr(addr, size);
+                }
+                1 => {
+                    let mut q = p + 1;
+                    let d = varint_fast(data, &mut q);
+                    p = q;
+                    let addr = r.next_i.wrapping_add(unzigzag(d) as u64);
+                    r.next_i = addr.wrapping_add(size);
+                    sim.instr(addr, size);
+                }
+                5 => {
+                    let mut q = p + 1;
+                    let bytes = varint_fast(data, &mut q);
+                    p = q;
+                    r.next_i = r.next_i.wrapping_add(bytes);
+                    sim.hit_run(size);
+                }
+                k @ 2..=4 => {
+                    let mut q = p + 1;
+                    let d = varint_fast(data, &mut q);
+                    p = q;
+                    let addr = r.prev_d.wrapping_add(unzigzag(d) as u64);
+                    r.prev_d = addr;
+                    if k == 3 {
+                        sim.write(addr, size);
+                    } else {
+                        sim.read(addr, size);
+                    }
+                }
+                _ => break,
+            }
+            n += 1;
+        }
+        if p == r.pos {
+            // the fast loop could not take this record: decode it carefully
+            match r.next_event()? {
+                Some(e) => {
+                    sim.event(e);
+                    n += 1;
+                }
+                None => return Ok(n),
+            }
+        } else {
+            r.pos = p;
+        }
+    }
+}
+
+/// A varint known to be fully buffered (at most 10 bytes are read; malformed input is
+/// caught by the careful path, which re-decodes nothing already consumed).
+#[inline(always)]
+fn varint_fast(data: &[u8], p: &mut usize) -> u64 {
+    let b = data[*p];
+    *p += 1;
+    if b < 0x80 {
+        return b as u64;
+    }
+    let mut v = (b & 0x7f) as u64;
+    let mut shift = 7;
+    for _ in 0..9 {
+        let b = data[*p];
+        *p += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    v
 }
 
 #[cfg(test)]
