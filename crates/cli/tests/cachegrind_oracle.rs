@@ -7,6 +7,7 @@
 //! (`.ci/run` installs them).
 
 use cachesched_sim::replay::{parse_cg_cache, CgSim, LackeyReader};
+use cachesched_sim::trace::{replay_binary, TraceWriter};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -108,9 +109,8 @@ fn cachegrind_summary(exe: &Path, cfg: (&str, &str, &str), out: &Path) -> Vec<u6
         .collect()
 }
 
-/// Streams lackey's trace of `exe` through one simulator per configuration.
-fn replay_all(exe: &Path) -> Vec<Vec<u64>> {
-    let mut sims: Vec<CgSim> = CONFIGS
+fn sims() -> Vec<CgSim> {
+    CONFIGS
         .iter()
         .map(|c| {
             CgSim::new(
@@ -120,7 +120,15 @@ fn replay_all(exe: &Path) -> Vec<Vec<u64>> {
             )
             .unwrap()
         })
-        .collect();
+        .collect()
+}
+
+/// Streams lackey's trace of `exe` through one simulator per configuration, and also
+/// encodes it as a binary trace (in memory) and replays that through the fast path.
+/// Returns the text-path and binary-path counters per configuration.
+fn replay_all(exe: &Path) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
+    let mut sims = sims();
+    let mut bin = TraceWriter::new(Vec::new()).unwrap();
     let mut child = Command::new("valgrind")
         .args(["-q", "--tool=lackey", "--trace-mem=yes", "--log-fd=2"])
         .arg(exe)
@@ -137,9 +145,23 @@ fn replay_all(exe: &Path) -> Vec<Vec<u64>> {
         for s in &mut sims {
             s.event(ev);
         }
+        bin.write(ev).unwrap();
     }
     assert!(child.wait().unwrap().success());
-    sims.iter().map(|s| s.counts.as_array().to_vec()).collect()
+    let text = sims.iter().map(|s| s.counts.as_array().to_vec()).collect();
+    let bytes = bin.finish().unwrap();
+    let binary = sims_binary(&bytes);
+    (text, binary)
+}
+
+fn sims_binary(bytes: &[u8]) -> Vec<Vec<u64>> {
+    sims()
+        .into_iter()
+        .map(|mut s| {
+            replay_binary(&mut s, bytes).unwrap();
+            s.counts.as_array().to_vec()
+        })
+        .collect()
 }
 
 #[test]
@@ -155,7 +177,8 @@ fn replay_matches_cachegrind_exactly() {
         compile(&dir, "hashcount", HASHCOUNT, "-O0"),
     ];
     for exe in &programs {
-        let ours = replay_all(exe);
+        let (ours, ours_binary) = replay_all(exe);
+        assert_eq!(ours, ours_binary, "binary trace replay must equal text replay");
         for (cfg, mine) in CONFIGS.iter().zip(&ours) {
             let theirs = cachegrind_summary(exe, *cfg, &dir.join("cg.out"));
             assert_eq!(
