@@ -178,7 +178,10 @@ fn replay_matches_cachegrind_exactly() {
     ];
     for exe in &programs {
         let (ours, ours_binary) = replay_all(exe);
-        assert_eq!(ours, ours_binary, "binary trace replay must equal text replay");
+        assert_eq!(
+            ours, ours_binary,
+            "binary trace replay must equal text replay"
+        );
         for (cfg, mine) in CONFIGS.iter().zip(&ours) {
             let theirs = cachegrind_summary(exe, *cfg, &dir.join("cg.out"));
             assert_eq!(

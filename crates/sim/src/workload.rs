@@ -258,7 +258,8 @@ pub struct LocalityThread {
     pc: u64,
     executed: u64,
     run_left: f64,
-    geo_p: f64,
+    /// 1 / ln(1 − p) of the geometric gap distribution (p = 1 / (gap_mean + 1)).
+    inv_ln_q: f64,
 }
 
 /// Bytes of virtual address space between processes.
@@ -298,6 +299,7 @@ impl LocalityThread {
         let code_base = proc_base + (index as u64 + 1) * THREAD_SPAN - (model.code_kb << 10) - 4096;
         let run_left = model.run_ms.map(|r| r * 1e6).unwrap_or(f64::INFINITY);
         let geo_p = 1.0 / (model.gap_mean + 1.0);
+        let inv_ln_q = 1.0 / (1.0 - geo_p).ln();
         LocalityThread {
             cursors: vec![0; model.regions.len()],
             bases,
@@ -306,7 +308,7 @@ impl LocalityThread {
             pc: 0,
             executed: 0,
             run_left,
-            geo_p,
+            inv_ln_q,
             rng,
             model,
         }
@@ -316,9 +318,10 @@ impl LocalityThread {
         if self.model.gap_mean <= 0.0 {
             return 0;
         }
-        // geometric number of failures before success, mean = gap_mean
+        // geometric number of failures before success, mean = gap_mean (inversion;
+        // the quotient is non-negative, so truncation is floor)
         let u = self.rng.unit().max(1e-300);
-        (u.ln() / (1.0 - self.geo_p).ln()).floor().min(1e6) as u32
+        (u.ln() * self.inv_ln_q).min(1e6) as u32
     }
 }
 
