@@ -311,14 +311,12 @@ mod tests {
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(p, format!("{content}\n")).unwrap();
         }
+        /// Writes cache index `idx` of `cpu`: (level, type, size, ways) shared by `shared`.
         fn cache(
             &self,
             cpu: u32,
             idx: u32,
-            level: u32,
-            ty: &str,
-            size: &str,
-            ways: u32,
+            (level, ty, size, ways): (u32, &str, &str, u32),
             shared: &str,
         ) {
             let b = format!("cpu{cpu}/cache/index{idx}");
@@ -351,17 +349,10 @@ mod tests {
             );
             f.put(&format!("cpu{c}/topology/core_id"), &core.to_string());
             let sib = format!("{}-{}", c / 2 * 2, c / 2 * 2 + 1);
-            f.cache(c, 0, 1, "Data", "32K", 8, &sib);
-            f.cache(c, 1, 1, "Instruction", "32K", 8, &sib);
-            f.cache(
-                c,
-                2,
-                3,
-                "Unified",
-                "16384K",
-                16,
-                if pkg == 0 { "0-3" } else { "4-7" },
-            );
+            f.cache(c, 0, (1, "Data", "32K", 8), &sib);
+            f.cache(c, 1, (1, "Instruction", "32K", 8), &sib);
+            let llc_span = if pkg == 0 { "0-3" } else { "4-7" };
+            f.cache(c, 2, (3, "Unified", "16384K", 16), llc_span);
         }
         f.put("cpu0/cpufreq/cpuinfo_max_freq", "2400000");
         let h = read_topology_at(&f.root, "fake").unwrap();
