@@ -3,6 +3,7 @@
 mod bench_cmd;
 mod experiment;
 mod info_cmd;
+mod mrc_cmd;
 mod replay_cmd;
 mod simulate_cmd;
 mod svg;
@@ -34,6 +35,9 @@ enum Command {
     /// Replay a valgrind lackey trace through an I1/D1/LL hierarchy with cachegrind's
     /// rules and print cachegrind's `events:`/`summary:` lines.
     Replay(replay_cmd::ReplayArgs),
+    /// Miss-ratio curve of a profile or trace: exact LRU stack distances and a
+    /// SHARDS-sampled estimate, with its error.
+    Mrc(mrc_cmd::MrcArgs),
     /// Record program traces.
     #[command(subcommand)]
     Trace(replay_cmd::TraceCommand),
@@ -43,6 +47,7 @@ enum Command {
 }
 
 fn main() {
+    cachesched_linux::default_sigpipe();
     let cli = Cli::parse();
     let res: Result<i32> = match cli.command {
         Command::Simulate(a) => simulate_cmd::run(a),
@@ -51,6 +56,7 @@ fn main() {
         Command::Topology(a) => info_cmd::topology(a).map(|_| 0),
         Command::Workloads => info_cmd::workloads().map(|_| 0),
         Command::Replay(a) => replay_cmd::run(a).map(|_| 0),
+        Command::Mrc(a) => mrc_cmd::run(a).map(|_| 0),
         Command::Trace(c) => replay_cmd::trace(c).map(|_| 0),
         Command::Bench(c) => bench_cmd::run(c).map(|_| 0),
     };

@@ -211,3 +211,40 @@ fn info_commands() {
     );
     assert!(run_ok(&["workloads"]).contains("hotcold"));
 }
+
+#[test]
+fn mrc_of_a_profile() {
+    let d = tmp("mrc");
+    let out = run_ok(&[
+        "mrc",
+        "--profile",
+        "hotcold",
+        "--accesses",
+        "300000",
+        "--sample-rate",
+        "0.1",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with("seed 1\n"));
+    for f in ["mrc.csv", "mrc.json", "mrc.svg"] {
+        assert!(d.join(f).is_file(), "{f}");
+    }
+    // the curve falls from ~1 to the cold-miss floor: 32 KB holds the hot set (80%)
+    let csv = std::fs::read_to_string(d.join("mrc.csv")).unwrap();
+    let at = |bytes: u64| -> f64 {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("{bytes},")))
+            .and_then(|l| l.split(',').nth(1))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(at(1024) > 0.9);
+    assert!(at(64 << 10) < 0.3);
+    assert!(at(8 << 20) < at(64 << 10));
+    assert!(run_err(&["mrc"]).contains("exactly one"));
+    assert!(
+        run_err(&["mrc", "--profile", "hotcold", "--line-bytes", "48"]).contains("power of two")
+    );
+}

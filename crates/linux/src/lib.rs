@@ -6,3 +6,13 @@
 pub mod sysfs;
 
 pub use sysfs::{read_host_topology, HostTopology, SysfsError};
+
+/// Restores the default SIGPIPE action, so that `cachesched … | head` ends quietly
+/// instead of failing on a closed pipe (Rust ignores SIGPIPE by default).
+pub fn default_sigpipe() {
+    // SAFETY: signal() with SIG_DFL installs no handler code; called once at start-up,
+    // before any thread is spawned.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

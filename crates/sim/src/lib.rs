@@ -7,6 +7,7 @@ pub mod config;
 pub mod engine;
 pub mod machine;
 pub mod memory;
+pub mod mrc;
 pub mod replay;
 pub mod result;
 pub mod sched;

@@ -1,0 +1,235 @@
+//! `cachesched mrc`: miss-ratio curves of a workload profile or a trace, exact and
+//! SHARDS-sampled, with the sampling error, as a table, CSV, JSON and an SVG plot.
+
+use crate::simulate_cmd::write_file;
+use crate::svg::{line_chart, Series};
+use anyhow::{bail, Context, Result};
+use cachesched_core::SimRng;
+use cachesched_sim::mrc::{curve_sizes, Shards, StackDistances};
+use cachesched_sim::replay::{LackeyReader, TraceEvent};
+use cachesched_sim::trace::{TraceReader, MAGIC};
+use cachesched_sim::workload::{profile, LocalityThread, Op, Workload};
+use clap::Args;
+use serde::Serialize;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+
+/// Arguments of `cachesched mrc`.
+#[derive(Args, Debug)]
+pub struct MrcArgs {
+    /// A workload profile (see `cachesched workloads`).
+    #[arg(long, value_name = "NAME", conflicts_with = "trace")]
+    profile: Option<String>,
+    /// A trace file (binary from `cachesched trace record`, or lackey text).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<String>,
+    /// Data accesses to draw from a profile.
+    #[arg(long, default_value_t = 2_000_000)]
+    accesses: u64,
+    /// Cache line size in bytes.
+    #[arg(long, default_value_t = 64)]
+    line_bytes: u64,
+    /// SHARDS sampling rate.
+    #[arg(long, default_value_t = 0.01)]
+    sample_rate: f64,
+    /// Include instruction fetches (traces only).
+    #[arg(long)]
+    instructions: bool,
+    /// Seed for profile generation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory for mrc.csv, mrc.json and mrc.svg.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct Point {
+    size_bytes: u64,
+    exact_miss_ratio: f64,
+    /// `None` below the smallest size the sample can estimate.
+    sampled_miss_ratio: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Curve {
+    source: String,
+    seed: u64,
+    line_bytes: u64,
+    accesses: u64,
+    distinct_lines: u64,
+    sample_rate: f64,
+    sampled_accesses: u64,
+    mean_abs_error: f64,
+    max_abs_error: f64,
+    points: Vec<Point>,
+}
+
+/// `cachesched mrc`.
+pub fn run(a: MrcArgs) -> Result<()> {
+    if !a.line_bytes.is_power_of_two() {
+        bail!("--line-bytes must be a power of two");
+    }
+    if !(a.sample_rate > 0.0 && a.sample_rate <= 1.0) {
+        bail!("--sample-rate must be within (0, 1]");
+    }
+    let shift = a.line_bytes.trailing_zeros();
+    let mut exact = StackDistances::new();
+    let mut shards = Shards::new(a.sample_rate);
+    let mut feed = |addr: u64| {
+        let b = addr >> shift;
+        exact.access(b);
+        shards.access(b);
+    };
+    let source = match (&a.profile, &a.trace) {
+        (Some(p), None) => {
+            let mut t = LocalityThread::new(profile(p)?, 0, 0, SimRng::new(a.seed).fork(1000));
+            let mut n = 0;
+            while n < a.accesses {
+                match t.next_op() {
+                    Op::Access { addr, .. } => {
+                        feed(addr);
+                        n += 1;
+                    }
+                    Op::Sleep(_) => {}
+                    Op::Exit => break,
+                }
+            }
+            format!("profile {p}")
+        }
+        (None, Some(path)) => {
+            let f = std::fs::File::open(path)
+                .with_context(|| format!("cannot open trace file '{path}'"))?;
+            let mut input = BufReader::with_capacity(1 << 20, f);
+            let mut last_i = 0u64;
+            let mut on = |e: TraceEvent| match e {
+                TraceEvent::Instr { addr, .. } if a.instructions => {
+                    last_i = addr;
+                    feed(addr);
+                }
+                TraceEvent::HitRun { count, .. } if a.instructions => {
+                    for _ in 0..count {
+                        feed(last_i);
+                    }
+                }
+                TraceEvent::Load { addr, .. }
+                | TraceEvent::Store { addr, .. }
+                | TraceEvent::Modify { addr, .. } => feed(addr),
+                _ => {}
+            };
+            if input.fill_buf()?.starts_with(MAGIC) {
+                let mut r = TraceReader::new(input)?;
+                while let Some(e) = r
+                    .next_event()
+                    .with_context(|| format!("in trace '{path}'"))?
+                {
+                    on(e);
+                }
+            } else {
+                let mut r = LackeyReader::new(input);
+                while let Some(e) = r
+                    .next_event()
+                    .with_context(|| format!("in trace '{path}'"))?
+                {
+                    on(e);
+                }
+            }
+            format!("trace {path}")
+        }
+        _ => bail!("give exactly one of --profile NAME or --trace FILE"),
+    };
+    let distinct = exact.distinct();
+    let points: Vec<Point> = curve_sizes(distinct)
+        .into_iter()
+        .map(|lines| Point {
+            size_bytes: lines << shift,
+            exact_miss_ratio: exact.miss_ratio(lines),
+            sampled_miss_ratio: (lines >= shards.min_lines()).then(|| shards.miss_ratio(lines)),
+        })
+        .collect();
+    let errs: Vec<f64> = points
+        .iter()
+        .filter_map(|p| p.sampled_miss_ratio.map(|s| (p.exact_miss_ratio - s).abs()))
+        .collect();
+    let curve = Curve {
+        source,
+        seed: a.seed,
+        line_bytes: a.line_bytes,
+        accesses: exact.accesses,
+        distinct_lines: distinct,
+        sample_rate: a.sample_rate,
+        sampled_accesses: shards.sampled(),
+        mean_abs_error: errs.iter().sum::<f64>() / errs.len().max(1) as f64,
+        max_abs_error: errs.iter().copied().fold(0.0, f64::max),
+        points,
+    };
+    println!("seed {}", curve.seed);
+    println!(
+        "{}: {} accesses, {} distinct {}-byte lines; SHARDS at rate {} tracked {} accesses, mean |error| {:.4}, max {:.4}",
+        curve.source,
+        curve.accesses,
+        curve.distinct_lines,
+        curve.line_bytes,
+        curve.sample_rate,
+        curve.sampled_accesses,
+        curve.mean_abs_error,
+        curve.max_abs_error
+    );
+    println!("{:>12} {:>10} {:>10}", "size", "exact", "sampled");
+    for p in &curve.points {
+        let sampled = p
+            .sampled_miss_ratio
+            .map(|s| format!("{s:.4}"))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:>12} {:>10.4} {:>10}",
+            cachesched_core::topology::human_bytes(p.size_bytes),
+            p.exact_miss_ratio,
+            sampled
+        );
+    }
+    if let Some(out) = &a.out {
+        let mut csv = String::from("size_bytes,exact_miss_ratio,sampled_miss_ratio\n");
+        for p in &curve.points {
+            let sampled = p
+                .sampled_miss_ratio
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            csv += &format!("{},{},{}\n", p.size_bytes, p.exact_miss_ratio, sampled);
+        }
+        write_file(&out.join("mrc.csv"), &csv)?;
+        write_file(
+            &out.join("mrc.json"),
+            &(serde_json::to_string_pretty(&curve)? + "\n"),
+        )?;
+        let kb = |p: &Point| (p.size_bytes as f64 / 1024.0).log2();
+        let series = vec![
+            Series {
+                label: "exact".into(),
+                points: curve
+                    .points
+                    .iter()
+                    .map(|p| (kb(p), p.exact_miss_ratio))
+                    .collect(),
+            },
+            Series {
+                label: format!("SHARDS {}", curve.sample_rate),
+                points: curve
+                    .points
+                    .iter()
+                    .filter_map(|p| p.sampled_miss_ratio.map(|s| (kb(p), s)))
+                    .collect(),
+            },
+        ];
+        let svg = line_chart(
+            &format!("miss-ratio curve: {}", curve.source),
+            "log2(cache size / KiB), fully associative LRU",
+            "miss ratio",
+            &series,
+            None,
+        );
+        write_file(&out.join("mrc.svg"), &svg)?;
+        println!("wrote mrc.csv, mrc.json and mrc.svg to {}", out.display());
+    }
+    Ok(())
+}
