@@ -238,3 +238,84 @@ fn cli_replay_traces_a_command_live() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("power of two"));
 }
+
+/// Counts the bytes passing through a reader.
+struct Counting<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+#[test]
+fn recorded_program_is_compact_and_runs_in_the_simulator() {
+    assert!(
+        tool_present("valgrind"),
+        "valgrind is required: apt-get install valgrind"
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oracle-record");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = compile(&dir, "hashcount", HASHCOUNT, "-O1");
+    // lackey's text size, streamed
+    let mut child = Command::new("valgrind")
+        .args(["-q", "--tool=lackey", "--trace-mem=yes", "--log-fd=2"])
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut counting = Counting {
+        inner: child.stderr.take().unwrap(),
+        bytes: 0,
+    };
+    std::io::copy(&mut counting, &mut std::io::sink()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let trace = dir.join("hashcount.cst");
+    let out = Command::new(env!("CARGO_BIN_EXE_cachesched"))
+        .args(["trace", "record", "--out"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let binary = std::fs::metadata(&trace).unwrap().len();
+    assert!(
+        binary * 10 <= counting.bytes,
+        "binary {binary} B vs lackey text {} B: not 10x smaller",
+        counting.bytes
+    );
+    // the recorded program runs as two simulated threads
+    let json = dir.join("run.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_cachesched"))
+        .args(["simulate", "--machine=t1-dual", "--duration-ms=20"])
+        .arg(format!("--mix={}:2", trace.display()))
+        .arg(format!("--json={}", json.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let threads = v["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 2);
+    for t in threads {
+        assert_eq!(t["name"], "hashcount");
+        assert!(t["counters"]["instructions"].as_u64().unwrap() > 1_000_000);
+        assert!(t["counters"]["l1d_refs"].as_u64().unwrap() > 100_000);
+    }
+}

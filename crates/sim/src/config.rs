@@ -130,6 +130,12 @@ pub struct ThreadGroup {
     /// Explicit locality model.
     #[serde(default)]
     pub model: Option<LocalityModel>,
+    /// A binary trace (`cachesched trace record`) replayed in a loop by each thread.
+    #[serde(default)]
+    pub trace: Option<String>,
+    /// Base CPI of trace threads (default 1).
+    #[serde(default)]
+    pub trace_cpi: Option<f64>,
     /// Number of threads (default 1).
     #[serde(default = "one")]
     pub count: u32,
@@ -158,6 +164,8 @@ impl ThreadGroup {
         ThreadGroup {
             profile: Some(name.to_string()),
             model: None,
+            trace: None,
+            trace_cpi: None,
             count,
             same_process: false,
             start_ms: 0.0,
@@ -166,23 +174,18 @@ impl ThreadGroup {
         }
     }
 
-    /// The locality model and label of this group.
-    pub fn resolve(&self) -> Result<(LocalityModel, String), WorkloadError> {
-        let (model, name) = match (&self.profile, &self.model) {
-            (Some(_), Some(_)) => {
-                return Err(WorkloadError::Invalid(
-                    "give either profile or model, not both".into(),
-                ))
-            }
-            (Some(p), None) => (profile(p)?, p.clone()),
-            (None, Some(m)) => (m.clone(), "custom".to_string()),
-            (None, None) => {
-                return Err(WorkloadError::Invalid(
-                    "a thread group needs a profile or a model".into(),
-                ))
-            }
-        };
-        model.validate()?;
+    /// What the group's threads run, and its label. Trace files are read here.
+    pub fn resolve(&self) -> Result<(Source, String), WorkloadError> {
+        let given = [
+            self.profile.is_some(),
+            self.model.is_some(),
+            self.trace.is_some(),
+        ];
+        if given.iter().filter(|&&g| g).count() != 1 {
+            return Err(WorkloadError::Invalid(
+                "a thread group needs exactly one of profile, model or trace".into(),
+            ));
+        }
         if !(-20..=19).contains(&self.nice) {
             return Err(WorkloadError::Invalid(format!(
                 "nice {} is outside -20..=19",
@@ -194,25 +197,70 @@ impl ThreadGroup {
                 "start_ms must be non-negative".into(),
             ));
         }
-        Ok((model, self.label.clone().unwrap_or(name)))
+        let (src, name) = if let Some(path) = &self.trace {
+            let bytes = std::fs::read(path)
+                .map_err(|e| WorkloadError::Invalid(format!("cannot read trace '{path}': {e}")))?;
+            crate::trace::TraceThread::validate(&bytes).map_err(|e| {
+                WorkloadError::Invalid(format!(
+                    "trace '{path}': {e} (record one with `cachesched trace record --out FILE -- CMD`)"
+                ))
+            })?;
+            let cpi = self.trace_cpi.unwrap_or(1.0);
+            if !(cpi >= 0.25) {
+                return Err(WorkloadError::Invalid(
+                    "trace_cpi must be at least 0.25".into(),
+                ));
+            }
+            let name = std::path::Path::new(path)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "trace".into());
+            (Source::Trace(std::sync::Arc::new(bytes), cpi), name)
+        } else if let Some(p) = &self.profile {
+            (Source::Model(profile(p)?), p.clone())
+        } else {
+            let m = self.model.clone().expect("checked above");
+            (Source::Model(m), "custom".to_string())
+        };
+        if let Source::Model(m) = &src {
+            m.validate()?;
+        }
+        Ok((src, self.label.clone().unwrap_or(name)))
     }
 
-    /// Parses the command-line mix form `profile:count,profile:count`.
+    /// Parses the command-line mix form `name:count,name:count`, where a name is a
+    /// profile or the path of a binary trace (ending in `.cst`).
     pub fn parse_mix(s: &str) -> Result<Vec<ThreadGroup>, WorkloadError> {
         s.split(',')
             .filter(|p| !p.trim().is_empty())
             .map(|p| {
-                let (name, n) = p.split_once(':').unwrap_or((p, "1"));
+                let (name, n) = p.rsplit_once(':').unwrap_or((p, "1"));
                 let count: u32 = n.trim().parse().map_err(|_| {
                     WorkloadError::Invalid(format!(
                         "'{p}': count must be a positive integer (profile:count)"
                     ))
                 })?;
-                profile(name.trim())?;
-                Ok(ThreadGroup::of(name.trim(), count))
+                let name = name.trim();
+                let mut g = ThreadGroup::of(name, count);
+                if name.ends_with(".cst") {
+                    g.profile = None;
+                    g.trace = Some(name.to_string());
+                } else {
+                    profile(name)?;
+                }
+                Ok(g)
             })
             .collect()
     }
+}
+
+/// What a thread group runs.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A synthetic locality model.
+    Model(LocalityModel),
+    /// A binary trace and the base CPI to replay it with.
+    Trace(std::sync::Arc<Vec<u8>>, f64),
 }
 
 /// One simulation run.

@@ -26,11 +26,12 @@
 //! Guardrails: an empty effective mask falls back to all CPUs (counted); the watchdog
 //! fails the run when a runnable thread waits past `starvation_limit_ms`.
 
-use crate::config::{Baseline, KernelConfig, SimConfig};
+use crate::config::{Baseline, KernelConfig, SimConfig, Source};
 use crate::machine::{CoreKind, MachineConfig, MachineError};
 use crate::memory::{MemorySystem, Served};
 use crate::result::{mean_std, CpuResult, KernelStats, RunResult, ThreadResult, TimelinePoint};
 use crate::sched::{Class, SchedEntity};
+use crate::trace::TraceThread;
 use crate::workload::{LocalityThread, Op, Workload, WorkloadError};
 use cachesched_core::policy::KernelView;
 use cachesched_core::{
@@ -879,17 +880,24 @@ impl Simulation {
         let mut starts = Vec::new();
         let mut process = 0u32;
         for g in &cfg.threads {
-            let (model, label) = g.resolve()?;
+            let (source, label) = g.resolve()?;
             for i in 0..g.count {
                 let idx = threads.len();
                 let proc_id = if g.same_process { process } else { process + i };
                 let index_in_proc = if g.same_process { i } else { 0 };
-                let w = LocalityThread::new(
-                    model.clone(),
-                    proc_id,
-                    index_in_proc,
-                    rng.fork(1000 + idx as u64),
-                );
+                let w: Box<dyn Workload> = match &source {
+                    Source::Model(model) => Box::new(LocalityThread::new(
+                        model.clone(),
+                        proc_id,
+                        index_in_proc,
+                        rng.fork(1000 + idx as u64),
+                    )),
+                    Source::Trace(bytes, cpi) => {
+                        Box::new(TraceThread::new(bytes.clone(), proc_id, *cpi).map_err(|e| {
+                            SimError::Config(format!("trace of group '{label}': {e}"))
+                        })?)
+                    }
+                };
                 threads.push(Thread {
                     id: ThreadId(idx as u32),
                     info: ThreadInfo {
@@ -897,7 +905,7 @@ impl Simulation {
                         process: proc_id,
                     },
                     base_cpi: w.base_cpi(),
-                    workload: Box::new(w),
+                    workload: w,
                     state: State::Waiting,
                     ctr: Counters::default(),
                     policy_mask: None,

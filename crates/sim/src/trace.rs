@@ -10,13 +10,19 @@
 //! |---|---|---|
 //! | 0 | instruction at the address right after the previous instruction | — |
 //! | 1 | instruction elsewhere | zigzag varint: address − end of previous instruction |
-//! | 2 | load | zigzag varint: address − previous data address |
+//! | 2 | load | zigzag varint: address − the previous data address predicted for this point of the instruction stream |
 //! | 3 | store | same |
 //! | 4 | modify | same |
 //! | 5 | a [`TraceEvent::HitRun`] of *size* instructions | varint: their total bytes |
+//! | 6 | instruction at the predicted branch target | — |
 //!
-//! A sequential instruction costs one byte and a data access two or three, against
-//! about twenty bytes of lackey text: well over 10× smaller.
+//! The branch-target predictor remembers, per hashed fall-through address (the end of
+//! the previous instruction), where control went last time; a loop's back edge costs one
+//! byte. The data-address predictor is a 4096-entry table indexed by a hash of the end
+//! address of the last instruction written, holding the last data address seen there:
+//! an instruction's accesses are usually strided, so the deltas are small. A
+//! sequential instruction costs one byte and a data access usually two, against about
+//! twenty bytes of lackey text: over 10× smaller.
 //!
 //! The writer folds every instruction that continues sequentially within the
 //! 16-byte-aligned block of the instruction before it into a hit run: such a fetch is
@@ -29,6 +35,18 @@
 use crate::replay::{CgSim, ReplayError, TraceEvent};
 use std::io::Write;
 
+/// Entries of the data-address predictor (a power of two).
+const PRED_SIZE: usize = 4096;
+
+/// Slot of the data-address predictor for the instruction stream position `next_i`
+/// (the end of the last written instruction): accesses by the same instruction tend to
+/// be strided, so their deltas are small. Writer and reader index identically, so
+/// collisions only cost bytes, never correctness.
+#[inline(always)]
+fn pred_slot(next_i: u64) -> usize {
+    (next_i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (PRED_SIZE - 1)
+}
+
 /// The magic bytes that start a binary trace.
 pub const MAGIC: &[u8; 8] = b"CSTRACE1";
 
@@ -38,7 +56,8 @@ pub struct TraceWriter<W: Write> {
     next_i: u64,
     run_count: u64,
     run_bytes: u64,
-    prev_d: u64,
+    pred: Vec<u64>,
+    targets: Vec<u64>,
     buf: Vec<u8>,
     /// Events written.
     pub events: u64,
@@ -71,7 +90,8 @@ impl<W: Write> TraceWriter<W> {
             next_i: 0,
             run_count: 0,
             run_bytes: 0,
-            prev_d: 0,
+            pred: vec![0; PRED_SIZE],
+            targets: vec![0; PRED_SIZE],
             buf: Vec::with_capacity(1 << 16),
             events: 0,
             bytes: MAGIC.len() as u64,
@@ -120,8 +140,14 @@ impl<W: Write> TraceWriter<W> {
                 if addr == self.next_i {
                     self.head(0, size);
                 } else {
-                    self.head(1, size);
-                    put_varint(&mut self.buf, zigzag(addr.wrapping_sub(self.next_i) as i64));
+                    let slot = pred_slot(self.next_i);
+                    if self.targets[slot] == addr {
+                        self.head(6, size);
+                    } else {
+                        self.head(1, size);
+                        put_varint(&mut self.buf, zigzag(addr.wrapping_sub(self.next_i) as i64));
+                        self.targets[slot] = addr;
+                    }
                 }
                 self.next_i = addr.wrapping_add(size);
             }
@@ -134,8 +160,12 @@ impl<W: Write> TraceWriter<W> {
                     _ => 4,
                 };
                 self.head(kind, size);
-                put_varint(&mut self.buf, zigzag(addr.wrapping_sub(self.prev_d) as i64));
-                self.prev_d = addr;
+                let slot = pred_slot(self.next_i);
+                put_varint(
+                    &mut self.buf,
+                    zigzag(addr.wrapping_sub(self.pred[slot]) as i64),
+                );
+                self.pred[slot] = addr;
             }
         }
         self.events += 1;
@@ -172,7 +202,8 @@ pub struct TraceReader<R> {
     /// Byte offset of `buf[0]` in the stream.
     base: u64,
     next_i: u64,
-    prev_d: u64,
+    pred: Vec<u64>,
+    targets: Vec<u64>,
 }
 
 /// The longest record: a header, a varint size and a varint delta.
@@ -180,7 +211,12 @@ const MAX_RECORD: usize = 1 + 10 + 10;
 
 impl<R: std::io::Read> TraceReader<R> {
     /// Checks the magic and prepares to decode.
-    pub fn new(mut inner: R) -> Result<Self, ReplayError> {
+    pub fn new(inner: R) -> Result<Self, ReplayError> {
+        Self::with_capacity(inner, 4 << 20)
+    }
+
+    /// Like [`TraceReader::new`] with a decode buffer of `capacity` bytes (at least 64).
+    pub fn with_capacity(mut inner: R, capacity: usize) -> Result<Self, ReplayError> {
         let mut magic = [0u8; 8];
         inner
             .read_exact(&mut magic)
@@ -190,13 +226,14 @@ impl<R: std::io::Read> TraceReader<R> {
         }
         Ok(TraceReader {
             inner,
-            buf: vec![0; 4 << 20],
+            buf: vec![0; capacity.max(64)],
             pos: 0,
             len: 0,
             eof: false,
             base: 8,
             next_i: 0,
-            prev_d: 0,
+            pred: vec![0; PRED_SIZE],
+            targets: vec![0; PRED_SIZE],
         })
     }
 
@@ -246,6 +283,12 @@ impl<R: std::io::Read> TraceReader<R> {
             1 => {
                 let d = varint(data, &mut p).ok_or_else(|| truncated(self))?;
                 let addr = self.next_i.wrapping_add(unzigzag(d) as u64);
+                self.targets[pred_slot(self.next_i)] = addr;
+                self.next_i = addr.wrapping_add(size);
+                TraceEvent::Instr { addr, size }
+            }
+            6 => {
+                let addr = self.targets[pred_slot(self.next_i)];
                 self.next_i = addr.wrapping_add(size);
                 TraceEvent::Instr { addr, size }
             }
@@ -256,8 +299,9 @@ impl<R: std::io::Read> TraceReader<R> {
             }
             k @ 2..=4 => {
                 let d = varint(data, &mut p).ok_or_else(|| truncated(self))?;
-                let addr = self.prev_d.wrapping_add(unzigzag(d) as u64);
-                self.prev_d = addr;
+                let slot = pred_slot(self.next_i);
+                let addr = self.pred[slot].wrapping_add(unzigzag(d) as u64);
+                self.pred[slot] = addr;
                 match k {
                     2 => TraceEvent::Load { addr, size },
                     3 => TraceEvent::Store { addr, size },
@@ -268,6 +312,120 @@ impl<R: std::io::Read> TraceReader<R> {
         };
         self.pos = p;
         Ok(Some(ev))
+    }
+}
+
+/// Replays a recorded program as a simulated thread: instructions between data
+/// accesses become the gap, each data access one memory operation (a modify counts as
+/// a store), and the trace starts over when it ends. Addresses move into a range of
+/// their own per process (bit 63 set, the process number from bit 47 up), so two
+/// processes replaying one trace share nothing while threads of one process do.
+pub struct TraceThread {
+    bytes: std::sync::Arc<Vec<u8>>,
+    reader: TraceReader<std::io::Cursor<ArcBytes>>,
+    base: u64,
+    pending: u64,
+    pc: u64,
+    base_cpi: f64,
+    /// Times the trace wrapped around.
+    pub loops: u64,
+}
+
+/// Shared trace bytes as a `Read`-able buffer.
+#[derive(Clone)]
+pub struct ArcBytes(std::sync::Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for ArcBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl TraceThread {
+    /// A thread of process `process` replaying `bytes` (a binary trace), with `base_cpi`.
+    pub fn new(
+        bytes: std::sync::Arc<Vec<u8>>,
+        process: u32,
+        base_cpi: f64,
+    ) -> Result<TraceThread, ReplayError> {
+        let reader =
+            TraceReader::with_capacity(std::io::Cursor::new(ArcBytes(bytes.clone())), 1 << 14)?;
+        let t = TraceThread {
+            bytes,
+            reader,
+            base: (1 << 63) | ((process as u64) << 47),
+            pending: 0,
+            pc: 0,
+            base_cpi,
+            loops: 0,
+        };
+        Ok(t)
+    }
+
+    /// Checks that `bytes` is a binary trace with at least one data access.
+    pub fn validate(bytes: &[u8]) -> Result<(), ReplayError> {
+        let mut data = false;
+        let mut r = TraceReader::with_capacity(bytes, 1 << 16)?;
+        while let Some(e) = r.next_event()? {
+            if matches!(
+                e,
+                TraceEvent::Load { .. } | TraceEvent::Store { .. } | TraceEvent::Modify { .. }
+            ) {
+                data = true;
+                break;
+            }
+        }
+        if data {
+            Ok(())
+        } else {
+            Err(bad(8, "the trace has no data access to replay"))
+        }
+    }
+}
+
+impl crate::workload::Workload for TraceThread {
+    fn next_op(&mut self) -> crate::workload::Op {
+        loop {
+            let e = match self.reader.next_event() {
+                Ok(Some(e)) => e,
+                // validated at construction: end (or damage) means start over
+                _ => {
+                    self.loops += 1;
+                    self.reader = TraceReader::with_capacity(
+                        std::io::Cursor::new(ArcBytes(self.bytes.clone())),
+                        1 << 14,
+                    )
+                    .expect("validated trace");
+                    continue;
+                }
+            };
+            let (addr, write) = match e {
+                TraceEvent::Instr { addr, .. } => {
+                    self.pending += 1;
+                    self.pc = addr;
+                    continue;
+                }
+                TraceEvent::HitRun { count, bytes } => {
+                    self.pending += count;
+                    self.pc = self.pc.wrapping_add(bytes);
+                    continue;
+                }
+                TraceEvent::Load { addr, .. } => (addr, false),
+                TraceEvent::Store { addr, .. } | TraceEvent::Modify { addr, .. } => (addr, true),
+            };
+            let gap = self.pending.saturating_sub(1).min(u32::MAX as u64) as u32;
+            self.pending = 0;
+            return crate::workload::Op::Access {
+                gap,
+                addr: self.base | (addr & ((1 << 47) - 1)),
+                write,
+                pc: self.base | (self.pc & ((1 << 47) - 1)),
+            };
+        }
+    }
+
+    fn base_cpi(&self) -> f64 {
+        self.base_cpi
     }
 }
 
@@ -353,6 +511,13 @@ pub fn replay_binary<R: std::io::Read>(sim: &mut CgSim, input: R) -> Result<u64,
                     let d = varint_fast(data, &mut q);
                     p = q;
                     let addr = r.next_i.wrapping_add(unzigzag(d) as u64);
+                    r.targets[pred_slot(r.next_i)] = addr;
+                    r.next_i = addr.wrapping_add(size);
+                    sim.instr(addr, size);
+                }
+                6 => {
+                    p += 1;
+                    let addr = r.targets[pred_slot(r.next_i)];
                     r.next_i = addr.wrapping_add(size);
                     sim.instr(addr, size);
                 }
@@ -367,8 +532,9 @@ pub fn replay_binary<R: std::io::Read>(sim: &mut CgSim, input: R) -> Result<u64,
                     let mut q = p + 1;
                     let d = varint_fast(data, &mut q);
                     p = q;
-                    let addr = r.prev_d.wrapping_add(unzigzag(d) as u64);
-                    r.prev_d = addr;
+                    let slot = pred_slot(r.next_i);
+                    let addr = r.pred[slot].wrapping_add(unzigzag(d) as u64);
+                    r.pred[slot] = addr;
                     if k == 3 {
                         sim.write(addr, size);
                     } else {

@@ -319,3 +319,56 @@ fn bad_configuration_is_named() {
     let e = toml::from_str::<SimConfig>(text).unwrap_err().to_string();
     assert!(e.contains("bogus_key"), "{e}");
 }
+
+#[test]
+fn recorded_traces_replay_as_threads() {
+    use cachesched_sim::replay::TraceEvent;
+    use cachesched_sim::trace::TraceWriter;
+    // a synthetic "program": a loop over 16 KB with a small code footprint
+    let mut w = TraceWriter::new(Vec::new()).unwrap();
+    let mut pc = 0x401000u64;
+    for i in 0..50_000u64 {
+        for _ in 0..3 {
+            w.write(TraceEvent::Instr { addr: pc, size: 4 }).unwrap();
+            pc = if pc >= 0x401100 { 0x401000 } else { pc + 4 };
+        }
+        let addr = 0x7f00_0000_0000 + (i * 64) % (16 << 10);
+        let ev = if i % 4 == 0 {
+            TraceEvent::Store { addr, size: 8 }
+        } else {
+            TraceEvent::Load { addr, size: 8 }
+        };
+        w.write(ev).unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("cachesched-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("loop.cst");
+    std::fs::write(&path, w.finish().unwrap()).unwrap();
+    let mix = format!("{}:2,small:2", path.display());
+    let mut c = SimConfig::new("t1-dual", ThreadGroup::parse_mix(&mix).unwrap());
+    c.duration_ms = 30.0;
+    let r = simulate(&c).unwrap();
+    let trace_threads: Vec<_> = r.threads.iter().filter(|t| t.name == "loop").collect();
+    assert_eq!(trace_threads.len(), 2);
+    for t in &trace_threads {
+        // the 200k-instruction trace loops several times in 30 ms
+        assert!(
+            t.counters.instructions > 600_000,
+            "{}",
+            t.counters.instructions
+        );
+        // a 16 KB loop: thrashes the 8 KB L1D (16 B lines), lives in the 256 KB L2
+        let c = &t.counters;
+        assert!(c.l1d_misses as f64 > 0.9 * c.l1d_refs as f64, "{c:?}");
+        assert!(c.l2_miss_ratio() < 0.05, "{c:?}");
+    }
+    assert_eq!(simulate(&c).unwrap(), r, "deterministic");
+    // a file that is not a binary trace is refused with a hint
+    std::fs::write(dir.join("bad.cst"), "I  0401000,3\n").unwrap();
+    let bad = ThreadGroup::parse_mix(&format!("{}:1", dir.join("bad.cst").display())).unwrap();
+    let e = simulate(&SimConfig::new("t1-dual", bad))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("trace record"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
