@@ -204,7 +204,7 @@ pub struct CgSim {
 fn ref_is_miss(c: &mut Cache, addr: u64, size: u64) -> bool {
     let shift = c.line_shift();
     let b1 = addr >> shift;
-    let b2 = (addr + size - 1) >> shift;
+    let b2 = addr.wrapping_add(size - 1) >> shift;
     if b1 == b2 {
         return !c.is_mru(b1) && matches!(c.access(b1, 0, 0), Outcome::Miss { .. });
     }
@@ -238,7 +238,7 @@ impl CgSim {
     #[inline]
     fn d1_mru_hit(&mut self, addr: u64, size: u64) -> bool {
         let shift = self.d1.line_shift();
-        let (b1, b2) = (addr >> shift, (addr + size - 1) >> shift);
+        let (b1, b2) = (addr >> shift, addr.wrapping_add(size - 1) >> shift);
         if b1 == self.last_d && b2 == b1 {
             return true;
         }
@@ -270,7 +270,7 @@ impl CgSim {
     pub fn instr(&mut self, addr: u64, size: u64) {
         self.counts.ir += 1;
         let shift = self.i1.line_shift();
-        let (b1, b2) = (addr >> shift, (addr + size - 1) >> shift);
+        let (b1, b2) = (addr >> shift, addr.wrapping_add(size - 1) >> shift);
         if b1 == self.last_i && b2 == b1 {
             return;
         }

@@ -129,7 +129,7 @@ impl<W: Write> TraceWriter<W> {
             }
             TraceEvent::Instr { addr, size } => {
                 let end = self.next_i.wrapping_add(self.run_bytes);
-                if addr == end && addr % 16 != 0 && (addr + size - 1) >> 4 == addr >> 4 {
+                if addr == end && addr % 16 != 0 && addr.wrapping_add(size - 1) >> 4 == addr >> 4 {
                     // continues within the block of the previous instruction: a sure hit
                     self.run_count += 1;
                     self.run_bytes += size;
