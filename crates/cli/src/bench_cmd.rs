@@ -16,6 +16,65 @@ pub enum BenchCommand {
     /// Simulated instructions per wall-clock second of the whole engine, per preset,
     /// side by side with cachegrind's rate on a reference program.
     Engine(EngineBenchArgs),
+    /// Workload generators' accesses per second against the cache model's (the
+    /// niagara-2c memory system) on the same accesses.
+    Workloads(WorkloadBenchArgs),
+}
+
+/// Arguments of `cachesched bench workloads`.
+#[derive(Args, Debug)]
+pub struct WorkloadBenchArgs {
+    /// Accesses per profile.
+    #[arg(long, default_value_t = 2_000_000)]
+    accesses: usize,
+}
+
+fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
+    use cachesched_core::{Counters, SimRng};
+    use cachesched_sim::memory::MemorySystem;
+    use cachesched_sim::workload::{profiles, LocalityThread, Op, Workload};
+    let m = cachesched_sim::MachineConfig::preset("niagara-2c")?;
+    let topo = m.topology()?;
+    println!(
+        "{:<10} {:>14} {:>16} {:>8}",
+        "profile", "gen access/s", "cache access/s", "ratio"
+    );
+    for (name, _, model) in profiles() {
+        // timed pass: generation alone
+        let mut t = LocalityThread::new(model.clone(), 0, 0, SimRng::new(1));
+        let t0 = Instant::now();
+        let mut n = 0;
+        while n < a.accesses {
+            if let Op::Access { addr, .. } = std::hint::black_box(t.next_op()) {
+                std::hint::black_box(addr);
+                n += 1;
+            }
+        }
+        let gen = t0.elapsed().as_secs_f64();
+        // the same accesses again, stored for the cache model
+        let mut t = LocalityThread::new(model, 0, 0, SimRng::new(1));
+        let mut ops = Vec::with_capacity(a.accesses);
+        while ops.len() < a.accesses {
+            if let Op::Access { addr, write, .. } = t.next_op() {
+                ops.push((addr, write));
+            }
+        }
+        let mut mem = MemorySystem::new(&m, &topo)?;
+        let mut ctr = Counters::default();
+        let t1 = Instant::now();
+        for (i, &(addr, write)) in ops.iter().enumerate() {
+            std::hint::black_box(mem.data_access(0, 1, addr, write, i as u64 * 4, &mut ctr));
+        }
+        let model_s = t1.elapsed().as_secs_f64();
+        let n = a.accesses as f64;
+        println!(
+            "{name:<10} {:>14.3e} {:>16.3e} {:>7.1}x",
+            n / gen,
+            n / model_s,
+            model_s / gen
+        );
+    }
+    Ok(())
 }
 
 /// Arguments of `cachesched bench replay`.
@@ -157,5 +216,6 @@ pub fn run(c: BenchCommand) -> Result<()> {
     match c {
         BenchCommand::Replay(a) => run_replay(a),
         BenchCommand::Engine(a) => run_engine(a),
+        BenchCommand::Workloads(a) => run_workloads(a),
     }
 }

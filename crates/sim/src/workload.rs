@@ -58,7 +58,7 @@ pub enum Pattern {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Region {
-    /// Size in KiB.
+    /// Size in KiB (at most 2^32 KiB).
     pub kb: u64,
     /// Relative probability that an access goes to this region.
     pub weight: f64,
@@ -123,8 +123,12 @@ impl LocalityModel {
         if self.regions.is_empty() {
             return bad("a locality model needs at least one region");
         }
-        if self.regions.iter().any(|r| r.kb == 0 || !(r.weight > 0.0)) {
-            return bad("every region needs kb > 0 and weight > 0");
+        if self
+            .regions
+            .iter()
+            .any(|r| r.kb == 0 || r.kb > 1 << 32 || !(r.weight > 0.0))
+        {
+            return bad("every region needs 0 < kb <= 2^32 and weight > 0");
         }
         if self
             .regions
@@ -253,14 +257,39 @@ pub struct LocalityThread {
     rng: SimRng,
     bases: Vec<u64>,
     cursors: Vec<u64>,
-    cum_weights: Vec<f64>,
+    /// Cumulative region weights scaled to 2^16 (region choice from 16 random bits).
+    cum_weights: Vec<u32>,
+    /// Write fraction scaled to 2^16.
+    write_threshold: u32,
     code_base: u64,
     pc: u64,
     executed: u64,
     run_left: f64,
     /// 1 / ln(1 − p) of the geometric gap distribution (p = 1 / (gap_mean + 1)).
     inv_ln_q: f64,
+    /// Per 1/1024 bucket of the uniform draw, the gap at its top and bottom: where they
+    /// agree the gap is known without a logarithm (inversion stays exact). 4 KB, so it
+    /// stays in the host's L1 cache; gaps beyond u16 take the exact path.
+    gap_table: Vec<(u16, u16)>,
 }
+
+/// `v mod m` for a `v` usually below `2m`: a subtraction instead of a division on the
+/// hot path.
+#[inline(always)]
+fn wrap(v: u64, m: u64) -> u64 {
+    if v < m {
+        v
+    } else if v < 2 * m {
+        v - m
+    } else {
+        v % m
+    }
+}
+
+/// log2 of the buckets of the gap lookup table.
+const GAP_BUCKET_BITS: u32 = 10;
+/// Buckets of the gap lookup table.
+const GAP_BUCKETS: usize = 1 << GAP_BUCKET_BITS;
 
 /// Bytes of virtual address space between processes.
 const PROCESS_SPAN: u64 = 1 << 44;
@@ -288,27 +317,47 @@ impl LocalityThread {
         }
         let total: f64 = model.regions.iter().map(|r| r.weight).sum();
         let mut acc = 0.0;
-        let cum_weights = model
+        let cum_weights: Vec<u32> = model
             .regions
             .iter()
             .map(|r| {
                 acc += r.weight / total;
-                acc
+                (acc * 65536.0).round() as u32
             })
             .collect();
+        let write_threshold = (model.write_fraction * 65536.0).round() as u32;
         let code_base = proc_base + (index as u64 + 1) * THREAD_SPAN - (model.code_kb << 10) - 4096;
         let run_left = model.run_ms.map(|r| r * 1e6).unwrap_or(f64::INFINITY);
         let geo_p = 1.0 / (model.gap_mean + 1.0);
         let inv_ln_q = 1.0 / (1.0 - geo_p).ln();
+        let gap_at = |u: f64| -> u32 {
+            if u <= 0.0 {
+                u32::MAX
+            } else {
+                (u.ln() * inv_ln_q).min(1e6) as u32
+            }
+        };
+        let gap_table = (0..GAP_BUCKETS)
+            .map(|i| {
+                let top = (i + 1) as f64 / GAP_BUCKETS as f64;
+                let bottom = i as f64 / GAP_BUCKETS as f64;
+                match (u16::try_from(gap_at(top)), u16::try_from(gap_at(bottom))) {
+                    (Ok(lo), Ok(hi)) => (lo, hi),
+                    _ => (0, 1), // never equal: exact path
+                }
+            })
+            .collect();
         LocalityThread {
             cursors: vec![0; model.regions.len()],
             bases,
             cum_weights,
+            write_threshold,
             code_base,
             pc: 0,
             executed: 0,
             run_left,
             inv_ln_q,
+            gap_table,
             rng,
             model,
         }
@@ -318,9 +367,15 @@ impl LocalityThread {
         if self.model.gap_mean <= 0.0 {
             return 0;
         }
-        // geometric number of failures before success, mean = gap_mean (inversion;
-        // the quotient is non-negative, so truncation is floor)
-        let u = self.rng.unit().max(1e-300);
+        // geometric number of failures before success, mean = gap_mean, by inversion
+        // (the quotient is non-negative, so truncation is floor); the table answers
+        // whenever the whole bucket of the draw maps to one gap
+        let bits = self.rng.next_u64();
+        let (lo, hi) = self.gap_table[(bits >> (64 - GAP_BUCKET_BITS)) as usize];
+        if lo == hi {
+            return lo as u32;
+        }
+        let u = ((bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)).max(1e-300);
         (u.ln() * self.inv_ln_q).min(1e6) as u32
     }
 }
@@ -336,24 +391,30 @@ impl Workload for LocalityThread {
             return Op::Sleep(Nanos((s * 1e6) as u64));
         }
         let gap = self.gap();
-        let u = self.rng.unit();
-        let r = self
-            .cum_weights
-            .iter()
-            .position(|&c| u < c)
-            .unwrap_or(self.cum_weights.len() - 1);
+        // one draw decides region (16 bits), store or load (16 bits) and the word
+        // within a random region (32 bits, multiply-shift)
+        let bits = self.rng.next_u64();
+        let pick = (bits & 0xffff) as u32;
+        let r = if self.cum_weights.len() == 1 {
+            0
+        } else {
+            self.cum_weights
+                .iter()
+                .position(|&c| pick < c)
+                .unwrap_or(self.cum_weights.len() - 1)
+        };
         let size = self.model.regions[r].kb << 10;
         let off = match self.model.regions[r].pattern {
-            Pattern::Random => self.rng.below(size / 8) * 8,
+            Pattern::Random => (((bits >> 32) * (size / 8)) >> 32) * 8,
             Pattern::Stream { stride } => {
                 let o = self.cursors[r];
-                self.cursors[r] = (o + stride) % size;
+                self.cursors[r] = wrap(o + stride, size);
                 o
             }
         };
-        let write = self.model.write_fraction > 0.0 && self.rng.chance(self.model.write_fraction);
+        let write = ((bits >> 16) & 0xffff) < self.write_threshold as u64;
         let code = self.model.code_kb << 10;
-        self.pc = (self.pc + 4 * (gap as u64 + 1)) % code;
+        self.pc = wrap(self.pc + 4 * (gap as u64 + 1), code);
         self.executed += gap as u64 + 1;
         if self.model.run_ms.is_some() {
             // approximate CPU time at 1 GHz and base CPI; exact time is the kernel's
@@ -410,6 +471,24 @@ mod tests {
         assert_ne!(t0.bases[0], t1.bases[0]);
         assert_eq!(t0.bases[1], t1.bases[1]);
         assert_ne!(t0.bases[1], other.bases[1]);
+    }
+
+    #[test]
+    fn gap_table_is_exact_inversion() {
+        for mean in [0.5, 2.0, 4.0, 30.0, 1000.0] {
+            let mut m = profile("compute").unwrap();
+            m.gap_mean = mean;
+            let mut t = LocalityThread::new(m, 0, 0, SimRng::new(3));
+            let mut r = SimRng::new(3);
+            let inv = 1.0 / (1.0 - 1.0 / (mean + 1.0)).ln();
+            for _ in 0..20_000 {
+                // the same draw the table path consumes
+                let bits = r.next_u64();
+                let u = ((bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)).max(1e-300);
+                let exact = (u.ln() * inv).min(1e6) as u32;
+                assert_eq!(t.gap(), exact, "mean {mean}");
+            }
+        }
     }
 
     #[test]
