@@ -70,6 +70,22 @@ pub fn topology(a: TopologyArgs) -> Result<()> {
 
 /// `cachesched workloads`.
 pub fn workloads() -> Result<()> {
+    workload_table()?;
+    println!(
+        "\nshared-data servers (one process; threads in sharing groups, ground truth recorded):"
+    );
+    for (name, what, m, t) in cachesched_sim::workload::servers() {
+        println!(
+            "{name:<10} {:>9} KB {:>9.1} {:>6.0}%  {what} (group size {t})",
+            m.footprint_bytes() >> 10,
+            m.gap_mean,
+            m.write_fraction * 100.0
+        );
+    }
+    Ok(())
+}
+
+fn workload_table() -> Result<()> {
     println!(
         "{:<10} {:>12} {:>9} {:>7}  description",
         "profile", "footprint", "gap", "writes"

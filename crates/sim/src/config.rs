@@ -139,10 +139,14 @@ pub struct ThreadGroup {
     /// Number of threads (default 1).
     #[serde(default = "one")]
     pub count: u32,
-    /// Whether the threads form one process sharing `shared` regions (default false:
+    /// Whether the threads form one process sharing `process` regions (default false:
     /// one process per thread).
     #[serde(default)]
     pub same_process: bool,
+    /// Threads per sharing group, for `group` regions (default: all threads of the
+    /// process in one group). Thread i of n is in group i mod ceil(n / this).
+    #[serde(default)]
+    pub threads_per_group: Option<u32>,
     /// Start time in ms (default 0).
     #[serde(default)]
     pub start_ms: f64,
@@ -166,6 +170,7 @@ impl ThreadGroup {
             model: None,
             trace: None,
             trace_cpi: None,
+            threads_per_group: None,
             count,
             same_process: false,
             start_ms: 0.0,
@@ -247,10 +252,24 @@ impl ThreadGroup {
                     g.trace = Some(name.to_string());
                 } else {
                     profile(name)?;
+                    if let Some(t) = crate::workload::server_group_size(name) {
+                        g.same_process = true;
+                        g.threads_per_group = Some(t);
+                    }
                 }
                 Ok(g)
             })
             .collect()
+    }
+}
+
+impl ThreadGroup {
+    /// Number of sharing groups of this thread group.
+    pub fn sharing_groups(&self) -> u32 {
+        match self.threads_per_group {
+            Some(t) if self.same_process => self.count.div_ceil(t).max(1),
+            _ => 1,
+        }
     }
 }
 

@@ -109,6 +109,8 @@ struct Thread {
     last_pc_line: u64,
     base_ctr: Counters,
     measured_cpu_ns: u64,
+    /// Ground truth for scoring clusterings: the sharing group within the process.
+    sharing_group: Option<u32>,
 }
 
 struct Cpu {
@@ -885,11 +887,13 @@ impl Simulation {
                 let idx = threads.len();
                 let proc_id = if g.same_process { process } else { process + i };
                 let index_in_proc = if g.same_process { i } else { 0 };
+                let sharing_group = i % g.sharing_groups();
                 let w: Box<dyn Workload> = match &source {
-                    Source::Model(model) => Box::new(LocalityThread::new(
+                    Source::Model(model) => Box::new(LocalityThread::in_group(
                         model.clone(),
                         proc_id,
                         index_in_proc,
+                        sharing_group,
                         rng.fork(1000 + idx as u64),
                     )),
                     Source::Trace(bytes, cpi) => {
@@ -921,6 +925,8 @@ impl Simulation {
                     last_pc_line: u64::MAX,
                     base_ctr: Counters::default(),
                     measured_cpu_ns: 0,
+                    sharing_group: (g.same_process && g.sharing_groups() > 1)
+                        .then_some(sharing_group),
                 });
                 starts.push((cyc(g.start_ms), idx));
             }
@@ -1239,6 +1245,7 @@ impl Simulation {
                     counters: d,
                     cpu_share: d.cpu_time_ns as f64 / window_ns as f64,
                     exited: t.state == State::Exited,
+                    sharing_group: t.sharing_group,
                 }
             })
             .collect();

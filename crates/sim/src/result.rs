@@ -19,6 +19,9 @@ pub struct ThreadResult {
     pub cpu_share: f64,
     /// Whether the thread exited.
     pub exited: bool,
+    /// Ground-truth sharing group within its process (server workloads), for scoring
+    /// clusterings; never shown to policies.
+    pub sharing_group: Option<u32>,
 }
 
 /// One CPU's result over the measured window.

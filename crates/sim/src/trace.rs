@@ -475,8 +475,9 @@ pub fn replay_binary<R: std::io::Read>(sim: &mut CgSim, input: R) -> Result<u64,
         if r.len - r.pos < MAX_RECORD && !r.eof {
             r.refill()?;
         }
-        // Decode records while a whole record is surely buffered.
-        let safe_end = if r.eof { r.len } else { r.len - MAX_RECORD };
+        // Decode records while a whole record is surely buffered; the last few bytes
+        // of the input (or of the buffer) go through the careful path.
+        let safe_end = r.len.saturating_sub(MAX_RECORD);
         if r.pos >= r.len {
             return Ok(n);
         }

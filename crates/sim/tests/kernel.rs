@@ -2,7 +2,7 @@
 //! determinism, each checked by running the real simulation.
 
 use cachesched_core::{AddressSample, CoRunSegment, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId};
-use cachesched_sim::workload::{LocalityModel, Pattern, Region};
+use cachesched_sim::workload::{LocalityModel, Pattern, Region, Scope};
 use cachesched_sim::*;
 use std::sync::{Arc, Mutex};
 
@@ -210,13 +210,13 @@ fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
                 kb: 4,
                 weight: 0.6,
                 pattern: Pattern::Random,
-                shared: false,
+                scope: Scope::Private,
             },
             Region {
                 kb: 64,
                 weight: 0.4,
                 pattern: Pattern::Random,
-                shared: true,
+                scope: Scope::Process,
             },
         ],
         gap_mean: 3.0,
@@ -371,4 +371,54 @@ fn recorded_traces_replay_as_threads() {
         .to_string();
     assert!(e.contains("trace record"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Places thread `i` on chip `(i % groups) % 2`: sharing groups together.
+struct GroupsOnChips {
+    groups: u32,
+}
+
+impl Policy for GroupsOnChips {
+    fn name(&self) -> &str {
+        "groups-on-chips"
+    }
+    fn thread_started(&mut self, ctx: &mut Ctx<'_>, t: ThreadId) {
+        let chip = (t.0 % self.groups) % 2;
+        let mask = ctx.topology().chip_cpus(chip);
+        ctx.set_mask(t, Some(mask));
+    }
+}
+
+#[test]
+fn server_workloads_share_within_groups() {
+    let mut c = SimConfig::new(
+        "power5-2x2x2",
+        ThreadGroup::parse_mix("scoreboard:16").unwrap(),
+    );
+    c.duration_ms = 40.0;
+    assert_eq!(c.threads[0].sharing_groups(), 4);
+    let naive = simulate(&c).unwrap();
+    let groups: Vec<Option<u32>> = naive.threads.iter().map(|t| t.sharing_group).collect();
+    assert_eq!(groups[..5], [Some(0), Some(1), Some(2), Some(3), Some(0)]);
+    let clustered = simulate_with(&c, Box::new(GroupsOnChips { groups: 4 })).unwrap();
+    let (rn, rc) = (
+        naive.totals.remote_accesses,
+        clustered.totals.remote_accesses,
+    );
+    assert!(
+        rn > 1000,
+        "interleaved groups must share across chips: {rn}"
+    );
+    assert!(rc * 20 < rn, "clustered groups share on-chip: {rc} vs {rn}");
+    // other server workloads build and share
+    for (w, groups) in [("chat:12", 3), ("appserver:12", 3), ("database:16", 2)] {
+        let mut c = SimConfig::new("power5-2x2x2", ThreadGroup::parse_mix(w).unwrap());
+        c.duration_ms = 40.0;
+        let r = simulate(&c).unwrap();
+        let mut seen: Vec<u32> = r.threads.iter().map(|t| t.sharing_group.unwrap()).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), groups, "{w}");
+        assert!(r.threads.iter().all(|t| t.counters.instructions > 0), "{w}");
+    }
 }

@@ -2,7 +2,7 @@
 //! fine-grained multithreading hides L1-miss latency but not L2-miss latency.
 
 use cachesched_sim::machine::CoreKind;
-use cachesched_sim::workload::{LocalityModel, Pattern, Region};
+use cachesched_sim::workload::{LocalityModel, Pattern, Region, Scope};
 use cachesched_sim::*;
 
 struct Point {
@@ -16,7 +16,7 @@ fn model(hot_kb: u64, warm_kb: u64) -> LocalityModel {
         kb,
         weight,
         pattern: Pattern::Random,
-        shared: false,
+        scope: Scope::Private,
     };
     LocalityModel {
         regions: vec![r(hot_kb, 0.8), r(warm_kb, 0.2)],
