@@ -68,35 +68,65 @@ pub fn topology(a: TopologyArgs) -> Result<()> {
     Ok(())
 }
 
-/// `cachesched workloads`.
-pub fn workloads() -> Result<()> {
-    workload_table()?;
-    println!(
-        "\nshared-data servers (one process; threads in sharing groups, ground truth recorded):"
-    );
-    for (name, what, m, t) in cachesched_sim::workload::servers() {
-        println!(
-            "{name:<10} {:>9} KB {:>9.1} {:>6.0}%  {what} (group size {t})",
-            m.footprint_bytes() >> 10,
-            m.gap_mean,
-            m.write_fraction * 100.0
-        );
+/// Cache sizes (KiB) at which `cachesched workloads` reports solo miss ratios: the
+/// papers' L2/LLC sizes (CASC 48–768 KB, cache-fair 256 KB, 4 MB, 16 MB).
+const REPORT_KB: [u64; 6] = [48, 256, 768, 2048, 4096, 16384];
+
+/// Solo miss ratios of a model: fully associative LRU, 64-byte lines, from the exact
+/// stack-distance curve of `accesses` generated accesses (seed 1).
+fn solo_miss_ratios(m: &cachesched_sim::workload::LocalityModel, accesses: u64) -> Vec<f64> {
+    use cachesched_sim::workload::{LocalityThread, Op, Workload};
+    let mut t = LocalityThread::new(m.clone(), 0, 0, cachesched_core::SimRng::new(1));
+    let mut sd = cachesched_sim::mrc::StackDistances::new();
+    let mut n = 0;
+    while n < accesses {
+        if let Op::Access { addr, .. } = t.next_op() {
+            sd.access(addr >> 6);
+            n += 1;
+        }
     }
-    Ok(())
+    REPORT_KB
+        .iter()
+        .map(|kb| sd.miss_ratio(kb * 1024 / 64))
+        .collect()
 }
 
-fn workload_table() -> Result<()> {
+/// `cachesched workloads`.
+pub fn workloads() -> Result<()> {
+    let head: Vec<String> = REPORT_KB
+        .iter()
+        .map(|kb| format!("{:>7}", cachesched_core::topology::human_bytes(kb << 10)))
+        .collect();
     println!(
-        "{:<10} {:>12} {:>9} {:>7}  description",
-        "profile", "footprint", "gap", "writes"
+        "solo miss ratios: fully associative LRU, 64 B lines, 1M accesses, seed 1 (cachesched mrc for whole curves)\n"
     );
-    for (name, what, m) in profiles() {
+    println!(
+        "{:<10} {:>10} {:>5} {:>6} {}  description",
+        "profile",
+        "footprint",
+        "gap",
+        "writes",
+        head.join(" ")
+    );
+    let row = |name: &str, what: &str, m: &cachesched_sim::workload::LocalityModel| {
+        let mr: Vec<String> = solo_miss_ratios(m, 1_000_000)
+            .iter()
+            .map(|r| format!("{r:>7.3}"))
+            .collect();
         println!(
-            "{name:<10} {:>9} KB {:>9.1} {:>6.0}%  {what}",
+            "{name:<10} {:>7} KB {:>5.1} {:>5.0}% {}  {what}",
             m.footprint_bytes() >> 10,
             m.gap_mean,
-            m.write_fraction * 100.0
+            m.write_fraction * 100.0,
+            mr.join(" ")
         );
+    };
+    for (name, what, m) in profiles() {
+        row(name, what, &m);
+    }
+    println!("\nshared-data servers (one process; threads in sharing groups; one thread's stream shown):");
+    for (name, what, m, t) in cachesched_sim::workload::servers() {
+        row(name, &format!("{what} (group size {t})"), &m);
     }
     Ok(())
 }
