@@ -253,3 +253,135 @@ impl Policy for Chain {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cachesched_core::policy::KernelView;
+    use cachesched_core::{CpuId, SimRng, ThreadView, Topology};
+
+    struct View(Topology, Nanos);
+    impl KernelView for View {
+        fn now(&self) -> Nanos {
+            self.1
+        }
+        fn topology(&self) -> &Topology {
+            &self.0
+        }
+        fn live_threads(&self) -> Vec<ThreadId> {
+            vec![ThreadId(0)]
+        }
+        fn thread(&self, _: ThreadId) -> Option<ThreadView> {
+            None
+        }
+        fn available_counters(&self) -> &[CounterKind] {
+            &[]
+        }
+    }
+
+    /// Sets fixed wishes for thread 0 at start and counts its ticks.
+    struct Wish {
+        mask: Option<&'static str>,
+        slice_ms: Option<u64>,
+        boost: bool,
+        tick_ms: u64,
+        ticks: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    }
+
+    impl Policy for Wish {
+        fn name(&self) -> &str {
+            "wish"
+        }
+        fn init(&mut self, ctx: &mut Ctx<'_>) {
+            ctx.set_tick_period(Some(Nanos::from_ms(self.tick_ms)));
+        }
+        fn thread_started(&mut self, ctx: &mut Ctx<'_>, t: ThreadId) {
+            if let Some(m) = self.mask {
+                ctx.set_mask(t, Cpumask::parse_list(m));
+            }
+            if let Some(s) = self.slice_ms {
+                ctx.set_slice(t, Some(Nanos::from_ms(s)));
+            }
+            if self.boost {
+                ctx.boost(t, true);
+            }
+        }
+        fn tick(&mut self, _ctx: &mut Ctx<'_>) {
+            self.ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn merges_wishes_and_splits_ticks() {
+        let topo = Topology::symmetric("t", 1000, 1, 4, 1, &[]).unwrap();
+        let counters: Vec<_> = (0..2)
+            .map(|_| std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0)))
+            .collect();
+        let a = Wish {
+            mask: Some("0-2"),
+            slice_ms: Some(10),
+            boost: false,
+            tick_ms: 4,
+            ticks: counters[0].clone(),
+        };
+        let b = Wish {
+            mask: Some("1-3"),
+            slice_ms: Some(30),
+            boost: true,
+            tick_ms: 6,
+            ticks: counters[1].clone(),
+        };
+        let mut chain = Chain::new(vec![Box::new(a), Box::new(b)]);
+        assert_eq!(chain.name(), "wish+wish");
+        let mut rng = SimRng::new(1);
+        let mut out = Vec::new();
+        let view = View(topo.clone(), Nanos::ZERO);
+        chain.init(&mut Ctx::new(&view, &mut rng, &mut out));
+        // ticks at the gcd of 4 ms and 6 ms
+        assert_eq!(
+            out,
+            vec![
+                Directive::SetTickPeriod {
+                    period: Some(Nanos::from_ms(4))
+                },
+                Directive::SetTickPeriod {
+                    period: Some(Nanos::from_ms(2))
+                }
+            ]
+        );
+        out.clear();
+        chain.thread_started(&mut Ctx::new(&view, &mut rng, &mut out), ThreadId(0));
+        let last_mask = out.iter().rev().find_map(|d| match d {
+            Directive::SetMask { mask, .. } => Some(mask.clone()),
+            _ => None,
+        });
+        assert_eq!(
+            last_mask,
+            Some(Some(Cpumask::from_cpus([CpuId(1), CpuId(2)]))),
+            "masks intersect"
+        );
+        let last_slice = out.iter().rev().find_map(|d| match d {
+            Directive::SetSlice { slice, .. } => Some(*slice),
+            _ => None,
+        });
+        assert_eq!(
+            last_slice,
+            Some(Some(Nanos::from_ms(30))),
+            "the later policy's slice wins"
+        );
+        assert!(out.contains(&Directive::Boost {
+            thread: ThreadId(0),
+            on: true
+        }));
+        // each member ticks at its own period: over 12 ms, a: 3 times, b: 2 times
+        for ms in (2..=12).step_by(2) {
+            let v = View(topo.clone(), Nanos::from_ms(ms));
+            chain.tick(&mut Ctx::new(&v, &mut rng, &mut Vec::new()));
+        }
+        assert_eq!(counters[0].load(std::sync::atomic::Ordering::SeqCst), 3);
+        assert_eq!(counters[1].load(std::sync::atomic::Ordering::SeqCst), 2);
+        // an exited thread's wishes are forgotten
+        chain.thread_exited(&mut Ctx::new(&view, &mut rng, &mut Vec::new()), ThreadId(0));
+        assert!(chain.merged.is_empty() && chain.members.iter().all(|m| m.wishes.is_empty()));
+    }
+}
