@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use cachesched_sim::replay::{parse_cg_cache, CgSim, LackeyReader, TraceEvent};
-use cachesched_sim::trace::{replay_binary, TraceWriter, MAGIC};
+use cachesched_sim::trace::{replay_binary, replay_binary_slice, TraceWriter, MAGIC};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
@@ -113,8 +113,17 @@ pub fn trace_command(cmd: &[String], mut f: impl FnMut(TraceEvent) -> Result<()>
     Ok(())
 }
 
-/// Replays a trace file (binary or lackey text, detected by its first bytes).
+/// Replays a trace file (binary or lackey text, detected by its first bytes). A binary
+/// file is memory-mapped rather than read.
 pub fn replay_file(sim: &mut CgSim, path: &str) -> Result<()> {
+    if path != "-" {
+        let map = cachesched_linux::Mapped::open(std::path::Path::new(path))
+            .with_context(|| format!("cannot open trace file '{path}'"))?;
+        if map.starts_with(MAGIC) {
+            replay_binary_slice(sim, &map).with_context(|| format!("in trace '{path}'"))?;
+            return Ok(());
+        }
+    }
     let mut input: Box<dyn BufRead> = if path == "-" {
         Box::new(BufReader::with_capacity(1 << 20, std::io::stdin().lock()))
     } else {

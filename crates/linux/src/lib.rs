@@ -3,8 +3,10 @@
 //! This module set currently provides the host topology read from sysfs; enforcement
 //! (perf_event_open, sched_setaffinity, sched_setattr, setpriority) builds on it.
 
+pub mod mmap;
 pub mod sysfs;
 
+pub use mmap::Mapped;
 pub use sysfs::{read_host_topology, HostTopology, SysfsError};
 
 /// Restores the default SIGPIPE action, so that `cachesched … | head` ends quietly

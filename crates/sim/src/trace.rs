@@ -201,9 +201,155 @@ pub struct TraceReader<R> {
     eof: bool,
     /// Byte offset of `buf[0]` in the stream.
     base: u64,
+    dec: Decoder,
+}
+
+/// The decoding state shared by every way of reading the binary form: the end of the
+/// last instruction and the two predictors.
+struct Decoder {
     next_i: u64,
     pred: Vec<u64>,
     targets: Vec<u64>,
+}
+
+impl Decoder {
+    fn new() -> Decoder {
+        Decoder {
+            next_i: 0,
+            pred: vec![0; PRED_SIZE],
+            targets: vec![0; PRED_SIZE],
+        }
+    }
+
+    /// Decodes the record at `data[*pos]` with full checks; `base` is the stream
+    /// offset of `data[0]` (for error messages). `Ok(None)` when `*pos` is at the end.
+    fn decode_one(
+        &mut self,
+        data: &[u8],
+        pos: &mut usize,
+        base: u64,
+    ) -> Result<Option<TraceEvent>, ReplayError> {
+        if *pos >= data.len() {
+            return Ok(None);
+        }
+        let start = *pos;
+        let mut p = start;
+        let h = data[p];
+        p += 1;
+        let mut size = (h & 15) as u64;
+        let truncated = || bad(base + start as u64, "trace ends inside a record");
+        if size == 0 {
+            size = varint(data, &mut p).ok_or_else(truncated)?;
+            if size == 0 {
+                return Err(bad(base + start as u64, "zero-sized access"));
+            }
+        }
+        let ev = match h >> 4 {
+            0 => {
+                let addr = self.next_i;
+                self.next_i = addr.wrapping_add(size);
+                TraceEvent::Instr { addr, size }
+            }
+            1 => {
+                let d = varint(data, &mut p).ok_or_else(truncated)?;
+                let addr = self.next_i.wrapping_add(unzigzag(d) as u64);
+                self.targets[pred_slot(self.next_i)] = addr;
+                self.next_i = addr.wrapping_add(size);
+                TraceEvent::Instr { addr, size }
+            }
+            6 => {
+                let addr = self.targets[pred_slot(self.next_i)];
+                self.next_i = addr.wrapping_add(size);
+                TraceEvent::Instr { addr, size }
+            }
+            5 => {
+                let bytes = varint(data, &mut p).ok_or_else(truncated)?;
+                self.next_i = self.next_i.wrapping_add(bytes);
+                TraceEvent::HitRun { count: size, bytes }
+            }
+            k @ 2..=4 => {
+                let d = varint(data, &mut p).ok_or_else(truncated)?;
+                let slot = pred_slot(self.next_i);
+                let addr = self.pred[slot].wrapping_add(unzigzag(d) as u64);
+                self.pred[slot] = addr;
+                match k {
+                    2 => TraceEvent::Load { addr, size },
+                    3 => TraceEvent::Store { addr, size },
+                    _ => TraceEvent::Modify { addr, size },
+                }
+            }
+            _ => return Err(bad(base + start as u64, "unknown record kind")),
+        };
+        *pos = p;
+        Ok(Some(ev))
+    }
+
+    /// Decodes and simulates records from `data[pos..safe_end)` (every record starting
+    /// there is wholly inside `data`), stopping early at a record the fast path does
+    /// not take. Returns the new position and the number of events.
+    #[inline(always)]
+    fn fused(
+        &mut self,
+        sim: &mut CgSim,
+        data: &[u8],
+        mut p: usize,
+        safe_end: usize,
+    ) -> (usize, u64) {
+        let mut n = 0u64;
+        while p < safe_end {
+            let h = data[p];
+            let size = (h & 15) as u64;
+            if size == 0 {
+                break; // rare: sizes ≥ 16 take the careful path
+            }
+            match h >> 4 {
+                0 => {
+                    p += 1;
+                    let addr = self.next_i;
+                    self.next_i = addr.wrapping_add(size);
+                    sim.instr(addr, size);
+                }
+                1 => {
+                    let mut q = p + 1;
+                    let d = varint_fast(data, &mut q);
+                    p = q;
+                    let addr = self.next_i.wrapping_add(unzigzag(d) as u64);
+                    self.targets[pred_slot(self.next_i)] = addr;
+                    self.next_i = addr.wrapping_add(size);
+                    sim.instr(addr, size);
+                }
+                6 => {
+                    p += 1;
+                    let addr = self.targets[pred_slot(self.next_i)];
+                    self.next_i = addr.wrapping_add(size);
+                    sim.instr(addr, size);
+                }
+                5 => {
+                    let mut q = p + 1;
+                    let bytes = varint_fast(data, &mut q);
+                    p = q;
+                    self.next_i = self.next_i.wrapping_add(bytes);
+                    sim.hit_run(size);
+                }
+                k @ 2..=4 => {
+                    let mut q = p + 1;
+                    let d = varint_fast(data, &mut q);
+                    p = q;
+                    let slot = pred_slot(self.next_i);
+                    let addr = self.pred[slot].wrapping_add(unzigzag(d) as u64);
+                    self.pred[slot] = addr;
+                    if k == 3 {
+                        sim.write(addr, size);
+                    } else {
+                        sim.read(addr, size);
+                    }
+                }
+                _ => break,
+            }
+            n += 1;
+        }
+        (p, n)
+    }
 }
 
 /// The longest record: a header, a varint size and a varint delta.
@@ -231,9 +377,7 @@ impl<R: std::io::Read> TraceReader<R> {
             len: 0,
             eof: false,
             base: 8,
-            next_i: 0,
-            pred: vec![0; PRED_SIZE],
-            targets: vec![0; PRED_SIZE],
+            dec: Decoder::new(),
         })
     }
 
@@ -258,60 +402,8 @@ impl<R: std::io::Read> TraceReader<R> {
         if self.len - self.pos < MAX_RECORD && !self.eof {
             self.refill()?;
         }
-        if self.pos >= self.len {
-            return Ok(None);
-        }
-        let data = &self.buf[..self.len];
-        let start = self.pos;
-        let mut p = start;
-        let h = data[p];
-        p += 1;
-        let mut size = (h & 15) as u64;
-        let truncated = |s: &Self| bad(s.base + start as u64, "trace ends inside a record");
-        if size == 0 {
-            size = varint(data, &mut p).ok_or_else(|| truncated(self))?;
-            if size == 0 {
-                return Err(bad(self.base + start as u64, "zero-sized access"));
-            }
-        }
-        let ev = match h >> 4 {
-            0 => {
-                let addr = self.next_i;
-                self.next_i = addr.wrapping_add(size);
-                TraceEvent::Instr { addr, size }
-            }
-            1 => {
-                let d = varint(data, &mut p).ok_or_else(|| truncated(self))?;
-                let addr = self.next_i.wrapping_add(unzigzag(d) as u64);
-                self.targets[pred_slot(self.next_i)] = addr;
-                self.next_i = addr.wrapping_add(size);
-                TraceEvent::Instr { addr, size }
-            }
-            6 => {
-                let addr = self.targets[pred_slot(self.next_i)];
-                self.next_i = addr.wrapping_add(size);
-                TraceEvent::Instr { addr, size }
-            }
-            5 => {
-                let bytes = varint(data, &mut p).ok_or_else(|| truncated(self))?;
-                self.next_i = self.next_i.wrapping_add(bytes);
-                TraceEvent::HitRun { count: size, bytes }
-            }
-            k @ 2..=4 => {
-                let d = varint(data, &mut p).ok_or_else(|| truncated(self))?;
-                let slot = pred_slot(self.next_i);
-                let addr = self.pred[slot].wrapping_add(unzigzag(d) as u64);
-                self.pred[slot] = addr;
-                match k {
-                    2 => TraceEvent::Load { addr, size },
-                    3 => TraceEvent::Store { addr, size },
-                    _ => TraceEvent::Modify { addr, size },
-                }
-            }
-            _ => return Err(bad(self.base + start as u64, "unknown record kind")),
-        };
-        self.pos = p;
-        Ok(Some(ev))
+        self.dec
+            .decode_one(&self.buf[..self.len], &mut self.pos, self.base)
     }
 }
 
@@ -475,77 +567,9 @@ pub fn replay_binary<R: std::io::Read>(sim: &mut CgSim, input: R) -> Result<u64,
         if r.len - r.pos < MAX_RECORD && !r.eof {
             r.refill()?;
         }
-        // Decode records while a whole record is surely buffered; the last few bytes
-        // of the input (or of the buffer) go through the careful path.
         let safe_end = r.len.saturating_sub(MAX_RECORD);
-        if r.pos >= r.len {
-            return Ok(n);
-        }
-        if r.pos >= safe_end {
-            // near the end of the input: the careful path
-            match r.next_event()? {
-                Some(e) => {
-                    sim.event(e);
-                    n += 1;
-                    continue;
-                }
-                None => return Ok(n),
-            }
-        }
-        let data = &r.buf[..r.len];
-        let mut p = r.pos;
-        while p < safe_end {
-            let h = data[p];
-            let size = (h & 15) as u64;
-            if size == 0 {
-                break; // rare: sizes ≥ 16 take the careful path
-            }
-            match h >> 4 {
-                0 => {
-                    p += 1;
-                    let addr = r.next_i;
-                    r.next_i = addr.wrapping_add(size);
-                    sim.instr(addr, size);
-                }
-                1 => {
-                    let mut q = p + 1;
-                    let d = varint_fast(data, &mut q);
-                    p = q;
-                    let addr = r.next_i.wrapping_add(unzigzag(d) as u64);
-                    r.targets[pred_slot(r.next_i)] = addr;
-                    r.next_i = addr.wrapping_add(size);
-                    sim.instr(addr, size);
-                }
-                6 => {
-                    p += 1;
-                    let addr = r.targets[pred_slot(r.next_i)];
-                    r.next_i = addr.wrapping_add(size);
-                    sim.instr(addr, size);
-                }
-                5 => {
-                    let mut q = p + 1;
-                    let bytes = varint_fast(data, &mut q);
-                    p = q;
-                    r.next_i = r.next_i.wrapping_add(bytes);
-                    sim.hit_run(size);
-                }
-                k @ 2..=4 => {
-                    let mut q = p + 1;
-                    let d = varint_fast(data, &mut q);
-                    p = q;
-                    let slot = pred_slot(r.next_i);
-                    let addr = r.pred[slot].wrapping_add(unzigzag(d) as u64);
-                    r.pred[slot] = addr;
-                    if k == 3 {
-                        sim.write(addr, size);
-                    } else {
-                        sim.read(addr, size);
-                    }
-                }
-                _ => break,
-            }
-            n += 1;
-        }
+        let (p, k) = r.dec.fused(sim, &r.buf[..r.len], r.pos, safe_end);
+        n += k;
         if p == r.pos {
             // the fast loop could not take this record: decode it carefully
             match r.next_event()? {
@@ -557,6 +581,33 @@ pub fn replay_binary<R: std::io::Read>(sim: &mut CgSim, input: R) -> Result<u64,
             }
         } else {
             r.pos = p;
+        }
+    }
+}
+
+/// [`replay_binary`] over a trace already in memory (e.g. a memory-mapped file),
+/// decoded in place.
+pub fn replay_binary_slice(sim: &mut CgSim, bytes: &[u8]) -> Result<u64, ReplayError> {
+    if bytes.len() < MAGIC.len() {
+        return Err(bad(0, "too short for a trace header"));
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(bad(0, "not a cachesched binary trace (bad magic)"));
+    }
+    let mut dec = Decoder::new();
+    let mut pos = 8;
+    let safe_end = bytes.len().saturating_sub(MAX_RECORD);
+    let mut n = 0u64;
+    loop {
+        let (p, k) = dec.fused(sim, bytes, pos, safe_end);
+        n += k;
+        pos = p;
+        match dec.decode_one(bytes, &mut pos, 0)? {
+            Some(e) => {
+                sim.event(e);
+                n += 1;
+            }
+            None => return Ok(n),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! as cachegrind's counters can tell.
 
 use cachesched_sim::replay::{parse_cg_cache, CgSim, LackeyReader, ReplayError, TraceEvent};
-use cachesched_sim::trace::{replay_binary, TraceReader, TraceWriter, MAGIC};
+use cachesched_sim::trace::{replay_binary, replay_binary_slice, TraceReader, TraceWriter, MAGIC};
 use proptest::prelude::*;
 
 fn event() -> impl Strategy<Value = TraceEvent> {
@@ -70,6 +70,8 @@ proptest! {
         let g = parse_cg_cache("I1", "1024,2,64").unwrap();
         let mut sim = CgSim::new(g, g, g).unwrap();
         let _ = replay_binary(&mut sim, &bytes[..]);
+        let mut sim2 = CgSim::new(g, g, g).unwrap();
+        let _ = replay_binary_slice(&mut sim2, &bytes);
     }
 
     #[test]
@@ -88,6 +90,9 @@ proptest! {
             let mut b = CgSim::new(g, g, g).unwrap();
             replay_binary(&mut b, &bytes[..]).unwrap();
             prop_assert_eq!(a.counts, b.counts);
+            let mut c = CgSim::new(g, g, g).unwrap();
+            replay_binary_slice(&mut c, &bytes).unwrap();
+            prop_assert_eq!(a.counts, c.counts);
         }
     }
 }
