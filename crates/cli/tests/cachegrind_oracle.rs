@@ -82,6 +82,18 @@ fn compile(dir: &Path, name: &str, src: &str, opt: &str) -> PathBuf {
     exe
 }
 
+/// valgrind lackey tracing `exe`, the trace on its standard error (a pipe).
+fn lackey(exe: &Path) -> std::process::Child {
+    Command::new("valgrind")
+        .args(["-q", "--tool=lackey", "--trace-mem=yes", "--log-fd=2"])
+        .arg(exe)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn cachegrind_summary(exe: &Path, cfg: (&str, &str, &str), out: &Path) -> Vec<u64> {
     let st = Command::new("valgrind")
         .args(["-q", "--tool=cachegrind", "--cache-sim=yes"])
@@ -129,14 +141,7 @@ fn sims() -> Vec<CgSim> {
 fn replay_all(exe: &Path) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
     let mut sims = sims();
     let mut bin = TraceWriter::new(Vec::new()).unwrap();
-    let mut child = Command::new("valgrind")
-        .args(["-q", "--tool=lackey", "--trace-mem=yes", "--log-fd=2"])
-        .arg(exe)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = lackey(exe);
     let mut r = LackeyReader::new(BufReader::with_capacity(
         1 << 20,
         child.stderr.take().unwrap(),
@@ -263,14 +268,7 @@ fn recorded_program_is_compact_and_runs_in_the_simulator() {
     std::fs::create_dir_all(&dir).unwrap();
     let exe = compile(&dir, "hashcount", HASHCOUNT, "-O1");
     // lackey's text size, streamed
-    let mut child = Command::new("valgrind")
-        .args(["-q", "--tool=lackey", "--trace-mem=yes", "--log-fd=2"])
-        .arg(&exe)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = lackey(&exe);
     let mut counting = Counting {
         inner: child.stderr.take().unwrap(),
         bytes: 0,

@@ -224,63 +224,39 @@ impl Cache {
     /// partition allows. `set_flags` are OR-ed into the line's flags.
     #[inline]
     pub fn access(&mut self, block: u64, owner: u32, set_flags: u8) -> Outcome {
-        let base = self.set_base(block);
-        let set = &mut self.lines[base..base + self.assoc];
-        if set[0].tag == block {
-            let flags = set[0].flags;
-            set[0].flags |= set_flags;
-            return Outcome::Hit { flags };
+        match self.lookup(block, set_flags) {
+            Some(flags) => Outcome::Hit { flags },
+            None => Outcome::Miss {
+                evicted: self.fill(block, owner, set_flags),
+            },
         }
-        for i in 1..set.len() {
-            if set[i].tag == block {
-                let mut l = set[i];
-                let flags = l.flags;
-                l.flags |= set_flags;
-                set.copy_within(0..i, 1);
-                set[0] = l;
-                return Outcome::Hit { flags };
-            }
-        }
-        self.fill_at(base, block, owner, set_flags)
     }
 
     /// Looks `block` up: on a hit the line becomes MRU and its flags are returned; on a
-    /// miss nothing changes (fill it with [`Cache::fill`]).
-    /// `set_flags` are OR-ed into a hit line's flags (the returned flags are the old ones).
+    /// miss nothing changes (fill it with [`Cache::fill`]). `set_flags` are OR-ed into a
+    /// hit line's flags (the returned flags are the old ones).
     #[inline]
     pub fn lookup(&mut self, block: u64, set_flags: u8) -> Option<u8> {
         let base = self.set_base(block);
         let set = &mut self.lines[base..base + self.assoc];
-        if set[0].tag == block {
-            let f = set[0].flags;
-            set[0].flags |= set_flags;
-            return Some(f);
-        }
-        for i in 1..set.len() {
-            if set[i].tag == block {
-                let mut l = set[i];
-                let f = l.flags;
-                l.flags |= set_flags;
-                set.copy_within(0..i, 1);
-                set[0] = l;
-                return Some(f);
-            }
-        }
-        None
+        let i = set.iter().position(|l| l.tag == block)?;
+        let mut l = set[i];
+        let f = l.flags;
+        l.flags |= set_flags;
+        set.copy_within(0..i, 1);
+        set[0] = l;
+        Some(f)
     }
 
     /// Fills `block` (known to be absent) as MRU with `flags`, returning the evicted line.
     #[inline]
     pub fn fill(&mut self, block: u64, owner: u32, flags: u8) -> Option<Evicted> {
         let base = self.set_base(block);
-        match self.fill_at(base, block, owner, flags) {
-            Outcome::Miss { evicted } => evicted,
-            Outcome::Hit { .. } => unreachable!("fill_at always fills"),
-        }
+        self.fill_at(base, block, owner, flags)
     }
 
     #[inline]
-    fn fill_at(&mut self, base: usize, block: u64, owner: u32, flags: u8) -> Outcome {
+    fn fill_at(&mut self, base: usize, block: u64, owner: u32, flags: u8) -> Option<Evicted> {
         let assoc = self.assoc;
         let victim = match &self.partition {
             None => assoc - 1,
@@ -308,7 +284,7 @@ impl Cache {
             self.occupancy.resize(o + 1, 0);
         }
         self.occupancy[o] += 1;
-        let evicted = if old.tag != INVALID {
+        if old.tag != INVALID {
             self.occupancy[old.owner as usize] -= 1;
             Some(Evicted {
                 block: old.tag,
@@ -317,8 +293,7 @@ impl Cache {
             })
         } else {
             None
-        };
-        Outcome::Miss { evicted }
+        }
     }
 
     /// Whether `block` is the most recently used line of its set — then an access to

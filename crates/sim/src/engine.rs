@@ -284,27 +284,21 @@ impl Kernel {
                 }
             }
             // spread: the idle CPU on the least loaded chip, then the least loaded core
-            let chip_load = |k: &Kernel, chip: u32| -> usize {
+            let load = |k: &Kernel, on: &dyn Fn(&cachesched_core::CpuInfo) -> bool| -> usize {
                 k.topo
                     .cpus
                     .iter()
-                    .filter(|ci| ci.chip == chip)
-                    .map(|ci| k.nr(ci.id.index()))
-                    .sum()
-            };
-            let core_load = |k: &Kernel, core: u32| -> usize {
-                k.topo
-                    .cpus
-                    .iter()
-                    .filter(|ci| ci.core == core)
+                    .filter(|ci| on(ci))
                     .map(|ci| k.nr(ci.id.index()))
                     .sum()
             };
             return *idle
                 .iter()
                 .min_by_key(|&&c| {
-                    let ci = self.topo.cpus[c];
-                    (chip_load(self, ci.chip), core_load(self, ci.core), c)
+                    let me = self.topo.cpus[c];
+                    let chip = load(self, &|ci| ci.chip == me.chip);
+                    let core = load(self, &|ci| ci.core == me.core);
+                    (chip, core, c)
                 })
                 .expect("non-empty");
         }
