@@ -108,7 +108,6 @@ struct Thread {
     store_buffer: VecDeque<u64>,
     last_pc_line: u64,
     base_ctr: Counters,
-    measured_cpu_ns: u64,
     /// Ground truth for scoring clusterings: the sharing group within the process.
     sharing_group: Option<u32>,
 }
@@ -435,6 +434,12 @@ impl Kernel {
         th.ctr.context_switches += 1;
         th.last_ran = now;
         self.stats.context_switches += 1;
+        self.charge_cpu(p, c);
+    }
+
+    /// Adds thread `t`'s counters since its last charge to CPU `c`'s counters.
+    fn charge_cpu(&mut self, t: usize, c: usize) {
+        let th = &mut self.threads[t];
         let d = th.ctr.delta(&th.ctr_at_dispatch);
         th.ctr_at_dispatch = th.ctr;
         self.cpus[c].ctr.accumulate(&d);
@@ -918,7 +923,6 @@ impl Simulation {
                     store_buffer: VecDeque::new(),
                     last_pc_line: u64::MAX,
                     base_ctr: Counters::default(),
-                    measured_cpu_ns: 0,
                     sharing_group: (g.same_process && g.sharing_groups() > 1)
                         .then_some(sharing_group),
                 });
@@ -1156,14 +1160,10 @@ impl Simulation {
                 self.base_bus = self.k.mem.bus_busy_cycles;
                 for th in &mut self.k.threads {
                     th.base_ctr = th.ctr;
-                    th.measured_cpu_ns = th.ctr.cpu_time_ns;
                 }
                 for c in 0..self.k.cpus.len() {
                     if let Some(t) = self.k.cpus[c].current {
-                        let th = &mut self.k.threads[t];
-                        let d = th.ctr.delta(&th.ctr_at_dispatch);
-                        th.ctr_at_dispatch = th.ctr;
-                        self.k.cpus[c].ctr.accumulate(&d);
+                        self.k.charge_cpu(t, c);
                     }
                     self.k.cpus[c].base_ctr = self.k.cpus[c].ctr;
                     self.k.cpus[c].base_busy = self.k.cpus[c].busy_cycles;
@@ -1218,10 +1218,7 @@ impl Simulation {
         self.snapshot_totals(end);
         for c in 0..self.k.cpus.len() {
             if let Some(t) = self.k.cpus[c].current {
-                let th = &mut self.k.threads[t];
-                let d = th.ctr.delta(&th.ctr_at_dispatch);
-                th.ctr_at_dispatch = th.ctr;
-                self.k.cpus[c].ctr.accumulate(&d);
+                self.k.charge_cpu(t, c);
             }
         }
         let window = end - self.base_time;
