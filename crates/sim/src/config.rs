@@ -136,6 +136,9 @@ pub struct ThreadGroup {
     /// Base CPI of trace threads (default 1).
     #[serde(default)]
     pub trace_cpi: Option<f64>,
+    /// Phases: the threads cycle through these models (default: none).
+    #[serde(default)]
+    pub phases: Vec<Phase>,
     /// Number of threads (default 1).
     #[serde(default = "one")]
     pub count: u32,
@@ -170,6 +173,7 @@ impl ThreadGroup {
             model: None,
             trace: None,
             trace_cpi: None,
+            phases: Vec::new(),
             threads_per_group: None,
             count,
             same_process: false,
@@ -185,10 +189,11 @@ impl ThreadGroup {
             self.profile.is_some(),
             self.model.is_some(),
             self.trace.is_some(),
+            !self.phases.is_empty(),
         ];
         if given.iter().filter(|&&g| g).count() != 1 {
             return Err(WorkloadError::Invalid(
-                "a thread group needs exactly one of profile, model or trace".into(),
+                "a thread group needs exactly one of profile, model, trace or phases".into(),
             ));
         }
         if !(-20..=19).contains(&self.nice) {
@@ -221,6 +226,27 @@ impl ThreadGroup {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "trace".into());
             (Source::Trace(std::sync::Arc::new(bytes), cpi), name)
+        } else if !self.phases.is_empty() {
+            let mut v = Vec::new();
+            for ph in &self.phases {
+                let m = match (&ph.profile, &ph.model) {
+                    (Some(p), None) => profile(p)?,
+                    (None, Some(m)) => m.clone(),
+                    _ => {
+                        return Err(WorkloadError::Invalid(
+                            "a phase needs exactly one of profile or model".into(),
+                        ))
+                    }
+                };
+                m.validate()?;
+                if ph.instructions == 0 {
+                    return Err(WorkloadError::Invalid(
+                        "a phase needs instructions > 0".into(),
+                    ));
+                }
+                v.push((m, ph.instructions));
+            }
+            (Source::Phased(v), "phased".to_string())
         } else if let Some(p) = &self.profile {
             (Source::Model(profile(p)?), p.clone())
         } else {
@@ -280,6 +306,22 @@ pub enum Source {
     Model(LocalityModel),
     /// A binary trace and the base CPI to replay it with.
     Trace(std::sync::Arc<Vec<u8>>, f64),
+    /// Models run in turn for the given instruction counts.
+    Phased(Vec<(LocalityModel, u64)>),
+}
+
+/// One phase of a phased thread group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    /// Named profile, unless `model` is given.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Explicit model.
+    #[serde(default)]
+    pub model: Option<LocalityModel>,
+    /// Instructions before the next phase.
+    pub instructions: u64,
 }
 
 /// One simulation run.

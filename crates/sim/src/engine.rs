@@ -32,7 +32,7 @@ use crate::memory::{MemorySystem, Served};
 use crate::result::{mean_std, CpuResult, KernelStats, RunResult, ThreadResult, TimelinePoint};
 use crate::sched::{Class, SchedEntity};
 use crate::trace::TraceThread;
-use crate::workload::{LocalityThread, Op, Workload, WorkloadError};
+use crate::workload::{LocalityThread, Op, PhasedThread, Workload, WorkloadError};
 use cachesched_core::policy::KernelView;
 use cachesched_core::{
     Addr, AddressSample, CacheKind, CoRunMember, CoRunSegment, CounterKind, Counters, CpuId,
@@ -93,7 +93,6 @@ struct Thread {
     id: ThreadId,
     info: ThreadInfo,
     workload: Box<dyn Workload>,
-    base_cpi: f64,
     state: State,
     ctr: Counters,
     policy_mask: Option<Cpumask>,
@@ -601,7 +600,7 @@ impl Kernel {
                 pc,
             } => {
                 let instr = gap as u64 + 1;
-                let cpi = self.threads[t].base_cpi;
+                let cpi = self.threads[t].workload.base_cpi();
                 let core = self.cpus[c].core;
                 let (pi, pfree) = self.pipes[core]
                     .iter()
@@ -900,6 +899,13 @@ impl Simulation {
                             SimError::Config(format!("trace of group '{label}': {e}"))
                         })?)
                     }
+                    Source::Phased(phases) => Box::new(PhasedThread::new(
+                        phases,
+                        proc_id,
+                        index_in_proc,
+                        sharing_group,
+                        &rng.fork(1000 + idx as u64),
+                    )),
                 };
                 threads.push(Thread {
                     id: ThreadId(idx as u32),
@@ -907,7 +913,6 @@ impl Simulation {
                         name: label.clone(),
                         process: proc_id,
                     },
-                    base_cpi: w.base_cpi(),
                     workload: w,
                     state: State::Waiting,
                     ctr: Counters::default(),

@@ -52,6 +52,28 @@ pub enum Pattern {
         /// Stride in bytes.
         stride: u64,
     },
+    /// Pointer chasing: a fixed pseudo-random cyclic walk visiting every 64-byte line of
+    /// the region once per cycle (LRU's worst case once the region exceeds the cache).
+    Chase,
+}
+
+/// The next line of a [`Pattern::Chase`] walk over `n` lines: a full-period linear
+/// congruential step modulo the next power of two, skipping values ≥ `n` (cycle
+/// walking), so the walk is a single cycle over all `n` lines.
+#[inline]
+fn chase_next(cur: u64, n: u64) -> u64 {
+    let m = n.next_power_of_two();
+    let mut x = cur;
+    loop {
+        // a ≡ 1 (mod 4) and c odd give a full period modulo any power of two
+        x = (x
+            .wrapping_mul(0x5851_F42D_4C95_7F2D)
+            .wrapping_add(0x1405_7B7E_F767_814F))
+            & (m - 1);
+        if x < n {
+            return x;
+        }
+    }
 }
 
 /// A memory region of a thread.
@@ -245,6 +267,19 @@ pub fn profiles() -> Vec<(&'static str, &'static str, LocalityModel)> {
             },
         ),
         (
+            "chase",
+            "pointer chasing over 4 MB: one cyclic walk through every line",
+            one(4096, Pattern::Chase, 2.0),
+        ),
+        (
+            "interferer",
+            "cache-aggressive interference microkernel: 32 MB line-stride stream, half stores",
+            LocalityModel {
+                write_fraction: 0.5,
+                ..one(32 * 1024, Pattern::Stream { stride: 64 }, 0.0)
+            },
+        ),
+        (
             "bigcode",
             "1 MB instruction footprint, 16 KB data: instruction-cache bound",
             LocalityModel {
@@ -307,8 +342,59 @@ pub fn servers() -> Vec<(&'static str, &'static str, LocalityModel, u32)> {
     ]
 }
 
-/// The named profile or server workload `name`.
+/// A base vector (Doucette & Fedorova, WIOSCA 2007; the affinity paper's tool): a
+/// loop with a configured cache footprint. `kind` is `bv0` (negligible footprint),
+/// `bv-l1d` (data footprint `kb`), `bv-l1i` (instruction footprint `kb`, negligible
+/// data) or `bv-l2` (data footprint `kb`, meant to fill a shared L2). The footprint is
+/// swept line by line, so after one pass it is exactly resident (or displaced).
+pub fn base_vector(kind: &str, kb: Option<u64>) -> Result<LocalityModel, WorkloadError> {
+    let sweep = |data_kb: u64, code_kb: u64| LocalityModel {
+        regions: vec![Region {
+            kb: data_kb.max(1),
+            weight: 1.0,
+            pattern: Pattern::Stream { stride: 64 },
+            scope: Scope::Private,
+        }],
+        gap_mean: 3.0,
+        write_fraction: 0.3,
+        base_cpi: 1.0,
+        code_kb: code_kb.max(1),
+        run_ms: None,
+        sleep_ms: None,
+        instructions: None,
+    };
+    Ok(match kind {
+        "bv0" => sweep(kb.unwrap_or(1), 1),
+        "bv-l1d" => sweep(kb.unwrap_or(32), 1),
+        "bv-l1i" => sweep(1, kb.unwrap_or(32)),
+        "bv-l2" => sweep(kb.unwrap_or(4096), 1),
+        _ => return Err(WorkloadError::UnknownProfile(kind.to_string())),
+    })
+}
+
+/// Names of the base vectors.
+pub const BASE_VECTORS: [&str; 4] = ["bv0", "bv-l1d", "bv-l1i", "bv-l2"];
+
+/// The named profile, server workload or base vector `name` (`bv-l2=2048` sets a base
+/// vector's footprint in KiB).
 pub fn profile(name: &str) -> Result<LocalityModel, WorkloadError> {
+    let (base, kb) = match name.split_once('=') {
+        Some((b, k)) => (
+            b,
+            Some(k.parse::<u64>().map_err(|_| {
+                WorkloadError::Invalid(format!("'{name}': the footprint after '=' must be KiB"))
+            })?),
+        ),
+        None => (name, None),
+    };
+    if BASE_VECTORS.contains(&base) {
+        return base_vector(base, kb);
+    }
+    if kb.is_some() {
+        return Err(WorkloadError::Invalid(format!(
+            "'{name}': only base vectors take a footprint"
+        )));
+    }
     profiles()
         .into_iter()
         .find(|(n, _, _)| *n == name)
@@ -513,6 +599,11 @@ impl Workload for LocalityThread {
                 self.cursors[r] = wrap(o + stride, size);
                 o
             }
+            Pattern::Chase => {
+                let line = chase_next(self.cursors[r], (size / 64).max(1));
+                self.cursors[r] = line;
+                line * 64
+            }
         };
         let write = ((bits >> 16) & 0xffff) < self.write_threshold as u64;
         let code = self.model.code_kb << 10;
@@ -576,6 +667,55 @@ mod tests {
     }
 
     #[test]
+    fn phases_alternate_by_instruction_count() {
+        let a = profile("compute").unwrap();
+        let mut b = profile("huge").unwrap();
+        b.base_cpi = 2.0;
+        let mut t = PhasedThread::new(&[(a, 10_000), (b, 5_000)], 0, 0, 0, &SimRng::new(1));
+        let mut switches = 0;
+        let mut last = 0;
+        let mut instr = 0u64;
+        while instr < 150_000 {
+            if let Op::Access { gap, .. } = t.next_op() {
+                instr += gap as u64 + 1;
+            }
+            if t.phase() != last {
+                switches += 1;
+                last = t.phase();
+                assert_eq!(t.base_cpi(), if last == 1 { 2.0 } else { 1.0 });
+            }
+        }
+        // 15,000 instructions per cycle of two phases: ~20 switches in 150,000
+        assert!((18..=21).contains(&switches), "{switches}");
+    }
+
+    #[test]
+    fn chase_visits_every_line_once_per_cycle() {
+        for n in [1u64, 7, 64, 1000] {
+            let mut seen = vec![false; n as usize];
+            let mut x = 0;
+            for _ in 0..n {
+                x = chase_next(x, n);
+                assert!(!seen[x as usize], "n {n}: line {x} twice");
+                seen[x as usize] = true;
+            }
+            assert!(seen.iter().all(|&v| v));
+        }
+    }
+
+    #[test]
+    fn base_vectors_have_their_footprints() {
+        let d = profile("bv-l1d=16").unwrap();
+        assert_eq!(d.footprint_bytes(), 16 << 10);
+        let i = profile("bv-l1i").unwrap();
+        assert_eq!((i.code_kb, i.footprint_bytes()), (32, 1 << 10));
+        assert_eq!(profile("bv-l2").unwrap().footprint_bytes(), 4 << 20);
+        assert!(profile("bv-l2=x").is_err());
+        assert!(profile("large=5").is_err());
+        assert!(profile("bv9").is_err());
+    }
+
+    #[test]
     fn gap_table_is_exact_inversion() {
         for mean in [0.5, 2.0, 4.0, 30.0, 1000.0] {
             let mut m = profile("compute").unwrap();
@@ -618,5 +758,68 @@ mod tests {
         let mut t = LocalityThread::new(s, 0, 0, SimRng::new(9));
         assert!((0..100_000).any(|_| t.next_op() == Op::Sleep(Nanos::from_ms(2))));
         assert!(profile("nope").is_err());
+    }
+}
+
+/// A thread that switches between locality models: phase *k* runs for its instruction
+/// count, then the next begins; after the last, the first again. All phases share the
+/// thread's address ranges (region *i* of every phase is the same memory), as a program
+/// moving between algorithms over its data would.
+pub struct PhasedThread {
+    phases: Vec<(LocalityThread, u64)>,
+    current: usize,
+    left: u64,
+}
+
+impl PhasedThread {
+    /// Phases `(model, instructions)` of thread `index` of `process` in `group`.
+    pub fn new(
+        phases: &[(LocalityModel, u64)],
+        process: u32,
+        index: u32,
+        group: u32,
+        rng: &SimRng,
+    ) -> PhasedThread {
+        let phases: Vec<(LocalityThread, u64)> = phases
+            .iter()
+            .enumerate()
+            .map(|(k, (m, n))| {
+                (
+                    LocalityThread::in_group(m.clone(), process, index, group, rng.fork(k as u64)),
+                    (*n).max(1),
+                )
+            })
+            .collect();
+        let left = phases[0].1;
+        PhasedThread {
+            phases,
+            current: 0,
+            left,
+        }
+    }
+
+    /// The phase running now.
+    pub fn phase(&self) -> usize {
+        self.current
+    }
+}
+
+impl Workload for PhasedThread {
+    fn next_op(&mut self) -> Op {
+        let op = self.phases[self.current].0.next_op();
+        if let Op::Access { gap, .. } = op {
+            let n = gap as u64 + 1;
+            if n >= self.left {
+                self.current = (self.current + 1) % self.phases.len();
+                self.left = self.phases[self.current].1;
+            } else {
+                self.left -= n;
+            }
+        }
+        op
+    }
+
+    fn base_cpi(&self) -> f64 {
+        self.phases[self.current].0.base_cpi()
     }
 }
