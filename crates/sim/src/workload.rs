@@ -626,6 +626,69 @@ impl Workload for LocalityThread {
     }
 }
 
+/// A thread that switches between locality models: phase *k* runs for its instruction
+/// count, then the next begins; after the last, the first again. All phases share the
+/// thread's address ranges (region *i* of every phase is the same memory), as a program
+/// moving between algorithms over its data would.
+pub struct PhasedThread {
+    phases: Vec<(LocalityThread, u64)>,
+    current: usize,
+    left: u64,
+}
+
+impl PhasedThread {
+    /// Phases `(model, instructions)` of thread `index` of `process` in `group`.
+    pub fn new(
+        phases: &[(LocalityModel, u64)],
+        process: u32,
+        index: u32,
+        group: u32,
+        rng: &SimRng,
+    ) -> PhasedThread {
+        let phases: Vec<(LocalityThread, u64)> = phases
+            .iter()
+            .enumerate()
+            .map(|(k, (m, n))| {
+                (
+                    LocalityThread::in_group(m.clone(), process, index, group, rng.fork(k as u64)),
+                    (*n).max(1),
+                )
+            })
+            .collect();
+        let left = phases[0].1;
+        PhasedThread {
+            phases,
+            current: 0,
+            left,
+        }
+    }
+
+    /// The phase running now.
+    pub fn phase(&self) -> usize {
+        self.current
+    }
+}
+
+impl Workload for PhasedThread {
+    fn next_op(&mut self) -> Op {
+        let op = self.phases[self.current].0.next_op();
+        if let Op::Access { gap, .. } = op {
+            let n = gap as u64 + 1;
+            if n >= self.left {
+                self.current = (self.current + 1) % self.phases.len();
+                self.left = self.phases[self.current].1;
+            } else {
+                self.left -= n;
+            }
+        }
+        op
+    }
+
+    fn base_cpi(&self) -> f64 {
+        self.phases[self.current].0.base_cpi()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -758,68 +821,5 @@ mod tests {
         let mut t = LocalityThread::new(s, 0, 0, SimRng::new(9));
         assert!((0..100_000).any(|_| t.next_op() == Op::Sleep(Nanos::from_ms(2))));
         assert!(profile("nope").is_err());
-    }
-}
-
-/// A thread that switches between locality models: phase *k* runs for its instruction
-/// count, then the next begins; after the last, the first again. All phases share the
-/// thread's address ranges (region *i* of every phase is the same memory), as a program
-/// moving between algorithms over its data would.
-pub struct PhasedThread {
-    phases: Vec<(LocalityThread, u64)>,
-    current: usize,
-    left: u64,
-}
-
-impl PhasedThread {
-    /// Phases `(model, instructions)` of thread `index` of `process` in `group`.
-    pub fn new(
-        phases: &[(LocalityModel, u64)],
-        process: u32,
-        index: u32,
-        group: u32,
-        rng: &SimRng,
-    ) -> PhasedThread {
-        let phases: Vec<(LocalityThread, u64)> = phases
-            .iter()
-            .enumerate()
-            .map(|(k, (m, n))| {
-                (
-                    LocalityThread::in_group(m.clone(), process, index, group, rng.fork(k as u64)),
-                    (*n).max(1),
-                )
-            })
-            .collect();
-        let left = phases[0].1;
-        PhasedThread {
-            phases,
-            current: 0,
-            left,
-        }
-    }
-
-    /// The phase running now.
-    pub fn phase(&self) -> usize {
-        self.current
-    }
-}
-
-impl Workload for PhasedThread {
-    fn next_op(&mut self) -> Op {
-        let op = self.phases[self.current].0.next_op();
-        if let Op::Access { gap, .. } = op {
-            let n = gap as u64 + 1;
-            if n >= self.left {
-                self.current = (self.current + 1) % self.phases.len();
-                self.left = self.phases[self.current].1;
-            } else {
-                self.left -= n;
-            }
-        }
-        op
-    }
-
-    fn base_cpi(&self) -> f64 {
-        self.phases[self.current].0.base_cpi()
     }
 }
