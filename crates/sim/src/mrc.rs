@@ -137,6 +137,28 @@ impl StackDistances {
         d
     }
 
+    /// The line at stack distance `d` (0 = the most recently used), if at least `d + 1`
+    /// distinct lines have been seen. O(log N) by descending the Fenwick tree.
+    pub fn at_depth(&self, d: u64) -> Option<u64> {
+        if d >= self.live {
+            return None;
+        }
+        // the k-th marked slot in time order, k = live - d (1-based)
+        let mut rem = self.live - d;
+        let mut pos = 0usize;
+        let n = self.tree.len() - 1;
+        let mut step = 1usize << (usize::BITS - 1 - n.leading_zeros());
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && (self.tree[next] as u64) < rem {
+                pos = next;
+                rem -= self.tree[next] as u64;
+            }
+            step >>= 1;
+        }
+        Some(self.slot_block[pos])
+    }
+
     /// Distinct lines seen.
     pub fn distinct(&self) -> u64 {
         self.live
@@ -326,6 +348,31 @@ mod tests {
         let mae = errs.iter().sum::<f64>() / errs.len() as f64;
         let max = errs.iter().copied().fold(0.0, f64::max);
         assert!(mae < 0.025 && max < 0.06, "MAE {mae}, max {max}: {errs:?}");
+    }
+
+    #[test]
+    fn at_depth_walks_the_lru_stack() {
+        let mut sd = StackDistances::new();
+        for b in [10u64, 20, 30, 20] {
+            sd.access(b);
+        }
+        // MRU order: 20, 30, 10
+        assert_eq!(
+            (
+                sd.at_depth(0),
+                sd.at_depth(1),
+                sd.at_depth(2),
+                sd.at_depth(3)
+            ),
+            (Some(20), Some(30), Some(10), None)
+        );
+        // across compactions
+        let mut sd = StackDistances::new();
+        for i in 0..200_000u64 {
+            sd.access(i % 5000);
+        }
+        assert_eq!(sd.at_depth(0), Some(199_999 % 5000));
+        assert_eq!(sd.at_depth(4999), Some(200_000 % 5000));
     }
 
     #[test]

@@ -55,6 +55,14 @@ pub enum Pattern {
     /// Pointer chasing: a fixed pseudo-random cyclic walk visiting every 64-byte line of
     /// the region once per cycle (LRU's worst case once the region exceeds the cache).
     Chase,
+    /// Reuse-distance driven: each access goes to the line at an LRU stack distance
+    /// drawn from a geometric distribution with mean `mean_lines` (a new line when the
+    /// draw exceeds the lines touched so far), so a fully associative LRU cache of C
+    /// lines misses with probability (1 − p)^C, p = 1 / (mean_lines + 1), once warm.
+    Reuse {
+        /// Mean stack distance in 64-byte lines.
+        mean_lines: f64,
+    },
 }
 
 /// The next line of a [`Pattern::Chase`] walk over `n` lines: a full-period linear
@@ -423,6 +431,8 @@ pub struct LocalityThread {
     rng: SimRng,
     bases: Vec<u64>,
     cursors: Vec<u64>,
+    /// LRU stacks of `Pattern::Reuse` regions.
+    stacks: Vec<Option<Box<crate::mrc::StackDistances>>>,
     /// Cumulative region weights scaled to 2^16 (region choice from 16 random bits).
     cum_weights: Vec<u32>,
     /// Write fraction scaled to 2^16.
@@ -537,6 +547,11 @@ impl LocalityThread {
             .collect();
         LocalityThread {
             cursors: vec![0; model.regions.len()],
+            stacks: model
+                .regions
+                .iter()
+                .map(|r| matches!(r.pattern, Pattern::Reuse { .. }).then(Box::default))
+                .collect(),
             bases,
             cum_weights,
             write_threshold,
@@ -602,6 +617,24 @@ impl Workload for LocalityThread {
             Pattern::Chase => {
                 let line = chase_next(self.cursors[r], (size / 64).max(1));
                 self.cursors[r] = line;
+                line * 64
+            }
+            Pattern::Reuse { mean_lines } => {
+                let lines = (size / 64).max(1);
+                let u = ((bits >> 32) as f64 + 0.5) / 4294967296.0;
+                let d = (u.ln() / (1.0 - 1.0 / (mean_lines + 1.0)).ln()) as u64;
+                let stack = self.stacks[r].as_mut().expect("reuse regions have a stack");
+                let line = match stack.at_depth(d) {
+                    Some(l) => l,
+                    None if self.cursors[r] < lines => {
+                        self.cursors[r] += 1;
+                        self.cursors[r] - 1
+                    }
+                    None => stack
+                        .at_depth(d % stack.distinct())
+                        .expect("non-empty stack"),
+                };
+                stack.access(line);
                 line * 64
             }
         };
@@ -750,6 +783,40 @@ mod tests {
         }
         // 15,000 instructions per cycle of two phases: ~20 switches in 150,000
         assert!((18..=21).contains(&switches), "{switches}");
+    }
+
+    #[test]
+    fn reuse_stream_has_the_miss_ratio_curve_it_was_built_for() {
+        let mean = 200.0;
+        let m = LocalityModel {
+            regions: vec![Region {
+                kb: 64 << 10,
+                weight: 1.0,
+                pattern: Pattern::Reuse { mean_lines: mean },
+                scope: Scope::Private,
+            }],
+            ..profile("compute").unwrap()
+        };
+        m.validate().unwrap();
+        let mut t = LocalityThread::new(m, 0, 0, SimRng::new(4));
+        let mut sd = crate::mrc::StackDistances::new();
+        let mut n = 0;
+        while n < 300_000 {
+            if let Op::Access { addr, .. } = t.next_op() {
+                sd.access(addr >> 6);
+                n += 1;
+            }
+        }
+        let q = 1.0 - 1.0 / (mean + 1.0);
+        let cold = sd.cold as f64 / sd.accesses as f64;
+        for c in [50u64, 200, 600] {
+            let want = q.powi(c as i32);
+            let got = sd.miss_ratio(c);
+            assert!(
+                (got - want).abs() < 0.02 + cold,
+                "C={c}: {got} vs {want} (cold {cold})"
+            );
+        }
     }
 
     #[test]
