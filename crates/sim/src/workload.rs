@@ -429,8 +429,14 @@ pub fn server_group_size(name: &str) -> Option<u32> {
 pub struct LocalityThread {
     model: LocalityModel,
     rng: SimRng,
-    bases: Vec<u64>,
     cursors: Vec<u64>,
+    /// Per region: base address, size in bytes, and the pattern, flattened for the hot
+    /// path.
+    rt: Vec<RegionRt>,
+    /// Instruction limit (`u64::MAX`: none).
+    limit: u64,
+    /// Code footprint in bytes.
+    code: u64,
     /// LRU stacks of `Pattern::Reuse` regions.
     stacks: Vec<Option<Box<crate::mrc::StackDistances>>>,
     /// Cumulative region weights scaled to 2^16 (region choice from 16 random bits).
@@ -447,6 +453,16 @@ pub struct LocalityThread {
     /// agree the gap is known without a logarithm (inversion stays exact). 4 KB, so it
     /// stays in the host's L1 cache; gaps beyond u16 take the exact path.
     gap_table: Vec<(u16, u16)>,
+}
+
+/// A region as the hot path sees it.
+#[derive(Debug, Clone, Copy)]
+struct RegionRt {
+    base: u64,
+    size: u64,
+    pattern: Pattern,
+    /// 1 / ln(1 − p) for `Pattern::Reuse`.
+    inv_ln: f64,
 }
 
 /// `v mod m` for a `v` usually below `2m`: a subtraction instead of a division on the
@@ -546,13 +562,30 @@ impl LocalityThread {
             })
             .collect();
         LocalityThread {
+            rt: model
+                .regions
+                .iter()
+                .zip(&bases)
+                .map(|(r, &base)| RegionRt {
+                    base,
+                    size: r.kb << 10,
+                    pattern: r.pattern,
+                    inv_ln: match r.pattern {
+                        Pattern::Reuse { mean_lines } => {
+                            1.0 / (1.0 - 1.0 / (mean_lines + 1.0)).ln()
+                        }
+                        _ => 0.0,
+                    },
+                })
+                .collect(),
+            limit: model.instructions.unwrap_or(u64::MAX),
+            code: model.code_kb << 10,
             cursors: vec![0; model.regions.len()],
             stacks: model
                 .regions
                 .iter()
                 .map(|r| matches!(r.pattern, Pattern::Reuse { .. }).then(Box::default))
                 .collect(),
-            bases,
             cum_weights,
             write_threshold,
             code_base,
@@ -566,10 +599,8 @@ impl LocalityThread {
         }
     }
 
+    #[inline]
     fn gap(&mut self) -> u32 {
-        if self.model.gap_mean <= 0.0 {
-            return 0;
-        }
         // geometric number of failures before success, mean = gap_mean, by inversion
         // (the quotient is non-negative, so truncation is floor); the table answers
         // whenever the whole bucket of the draw maps to one gap
@@ -584,8 +615,9 @@ impl LocalityThread {
 }
 
 impl Workload for LocalityThread {
+    #[inline]
     fn next_op(&mut self) -> Op {
-        if self.model.instructions.is_some_and(|n| self.executed >= n) {
+        if self.executed >= self.limit {
             return Op::Exit;
         }
         if self.run_left <= 0.0 {
@@ -606,9 +638,10 @@ impl Workload for LocalityThread {
                 .position(|&c| pick < c)
                 .unwrap_or(self.cum_weights.len() - 1)
         };
-        let size = self.model.regions[r].kb << 10;
-        let off = match self.model.regions[r].pattern {
-            Pattern::Random => (((bits >> 32) * (size / 8)) >> 32) * 8,
+        let reg = self.rt[r];
+        let size = reg.size;
+        let off = match reg.pattern {
+            Pattern::Random => (((bits >> 32) * (size >> 3)) >> 32) << 3,
             Pattern::Stream { stride } => {
                 let o = self.cursors[r];
                 self.cursors[r] = wrap(o + stride, size);
@@ -619,10 +652,10 @@ impl Workload for LocalityThread {
                 self.cursors[r] = line;
                 line * 64
             }
-            Pattern::Reuse { mean_lines } => {
+            Pattern::Reuse { .. } => {
                 let lines = (size / 64).max(1);
                 let u = ((bits >> 32) as f64 + 0.5) / 4294967296.0;
-                let d = (u.ln() / (1.0 - 1.0 / (mean_lines + 1.0)).ln()) as u64;
+                let d = (u.ln() * reg.inv_ln) as u64;
                 let stack = self.stacks[r].as_mut().expect("reuse regions have a stack");
                 let line = match stack.at_depth(d) {
                     Some(l) => l,
@@ -639,16 +672,16 @@ impl Workload for LocalityThread {
             }
         };
         let write = ((bits >> 16) & 0xffff) < self.write_threshold as u64;
-        let code = self.model.code_kb << 10;
-        self.pc = wrap(self.pc + 4 * (gap as u64 + 1), code);
-        self.executed += gap as u64 + 1;
-        if self.model.run_ms.is_some() {
+        let n = gap as u64 + 1;
+        self.pc = wrap(self.pc + 4 * n, self.code);
+        self.executed += n;
+        if self.run_left.is_finite() {
             // approximate CPU time at 1 GHz and base CPI; exact time is the kernel's
-            self.run_left -= (gap as f64 + 1.0) * self.model.base_cpi;
+            self.run_left -= n as f64 * self.model.base_cpi;
         }
         Op::Access {
             gap,
-            addr: self.bases[r] + off,
+            addr: reg.base + off,
             write,
             pc: self.code_base + self.pc,
         }
@@ -736,7 +769,7 @@ mod tests {
             let (x, y) = (a.next_op(), b.next_op());
             assert_eq!(x, y);
             if let Op::Access { addr, .. } = x {
-                let base = a.bases[0];
+                let base = a.rt[0].base;
                 if addr >= base && addr < base + (32 << 10) {
                     hot += 1;
                 }
@@ -757,9 +790,9 @@ mod tests {
         let t0 = LocalityThread::new(m.clone(), 3, 0, SimRng::new(1));
         let t1 = LocalityThread::new(m.clone(), 3, 1, SimRng::new(2));
         let other = LocalityThread::new(m, 4, 0, SimRng::new(3));
-        assert_ne!(t0.bases[0], t1.bases[0]);
-        assert_eq!(t0.bases[1], t1.bases[1]);
-        assert_ne!(t0.bases[1], other.bases[1]);
+        assert_ne!(t0.rt[0].base, t1.rt[0].base);
+        assert_eq!(t0.rt[1].base, t1.rt[1].base);
+        assert_ne!(t0.rt[1].base, other.rt[1].base);
     }
 
     #[test]
