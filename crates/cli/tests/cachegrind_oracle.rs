@@ -68,6 +68,17 @@ fn tool_present(name: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// A fresh working directory for one test; fails clearly when valgrind is missing.
+fn workdir(name: &str) -> PathBuf {
+    assert!(
+        tool_present("valgrind"),
+        "valgrind is required for the cachegrind oracle tests: apt-get install valgrind"
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 fn compile(dir: &Path, name: &str, src: &str, opt: &str) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
@@ -171,12 +182,7 @@ fn sims_binary(bytes: &[u8]) -> Vec<Vec<u64>> {
 
 #[test]
 fn replay_matches_cachegrind_exactly() {
-    assert!(
-        tool_present("valgrind"),
-        "valgrind is required for the cachegrind oracle test: apt-get install valgrind"
-    );
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oracle");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = workdir("oracle");
     let programs = [
         compile(&dir, "matmul", MATMUL, "-O2"),
         compile(&dir, "hashcount", HASHCOUNT, "-O0"),
@@ -206,12 +212,7 @@ fn replay_matches_cachegrind_exactly() {
 
 #[test]
 fn cli_replay_traces_a_command_live() {
-    assert!(
-        tool_present("valgrind"),
-        "valgrind is required: apt-get install valgrind"
-    );
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oracle-cli");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = workdir("oracle-cli");
     let exe = compile(&dir, "matmul", MATMUL, "-O1");
     let cfg = CONFIGS[1];
     let out = Command::new(env!("CARGO_BIN_EXE_cachesched"))
@@ -260,12 +261,7 @@ impl<R: std::io::Read> std::io::Read for Counting<R> {
 
 #[test]
 fn recorded_program_is_compact_and_runs_in_the_simulator() {
-    assert!(
-        tool_present("valgrind"),
-        "valgrind is required: apt-get install valgrind"
-    );
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oracle-record");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = workdir("oracle-record");
     let exe = compile(&dir, "hashcount", HASHCOUNT, "-O1");
     // lackey's text size, streamed
     let mut child = lackey(&exe);

@@ -286,33 +286,32 @@ impl CgSim {
     /// A data read (load or modify).
     #[inline(always)]
     pub fn read(&mut self, addr: u64, size: u64) {
-        let size = size.min(self.min_line);
         self.counts.dr += 1;
-        if self.d1_mru_hit(addr, size) {
-            return;
-        }
-        if ref_is_miss(&mut self.d1, addr, size) {
+        if let Some(ll_missed) = self.data(addr, size) {
             self.counts.d1mr += 1;
-            if ref_is_miss(&mut self.ll, addr, size) {
-                self.counts.dlmr += 1;
-            }
+            self.counts.dlmr += ll_missed as u64;
         }
     }
 
     /// A data write.
     #[inline(always)]
     pub fn write(&mut self, addr: u64, size: u64) {
-        let size = size.min(self.min_line);
         self.counts.dw += 1;
-        if self.d1_mru_hit(addr, size) {
-            return;
-        }
-        if ref_is_miss(&mut self.d1, addr, size) {
+        if let Some(ll_missed) = self.data(addr, size) {
             self.counts.d1mw += 1;
-            if ref_is_miss(&mut self.ll, addr, size) {
-                self.counts.dlmw += 1;
-            }
+            self.counts.dlmw += ll_missed as u64;
         }
+    }
+
+    /// References D1 (and the LL on a D1 miss); `None` on a D1 hit, else whether the
+    /// LL missed too.
+    #[inline(always)]
+    fn data(&mut self, addr: u64, size: u64) -> Option<bool> {
+        let size = size.min(self.min_line);
+        if self.d1_mru_hit(addr, size) || !ref_is_miss(&mut self.d1, addr, size) {
+            return None;
+        }
+        Some(ref_is_miss(&mut self.ll, addr, size))
     }
 
     /// The result in cachegrind's output-file header form (`desc:`, `cmd:`, `events:`,
