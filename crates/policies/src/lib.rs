@@ -6,7 +6,9 @@
 pub mod chain;
 pub mod demo;
 pub mod registry;
+pub mod timeslice;
 
 pub use chain::Chain;
 pub use demo::Demo;
 pub use registry::{build_policy, PolicyError, PolicySpec, POLICY_NAMES};
+pub use timeslice::{Timeslice, TimesliceConfig};

@@ -2,12 +2,13 @@
 //! scenario files, and `name:key=value,…` is its command-line form.
 
 use crate::demo::{Demo, DemoConfig};
+use crate::timeslice::{Timeslice, TimesliceConfig};
 use cachesched_core::Policy;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Names accepted by [`PolicySpec::parse`].
-pub const POLICY_NAMES: &[&str] = &["demo"];
+pub const POLICY_NAMES: &[&str] = &["demo", "timeslice"];
 
 /// A policy and its configuration, e.g. `{ name = "demo", slice_ms = 10 }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,6 +16,8 @@ pub const POLICY_NAMES: &[&str] = &["demo"];
 pub enum PolicySpec {
     /// The demonstration policy ([`Demo`]).
     Demo(DemoConfig),
+    /// Timeslice aggregation ([`Timeslice`]).
+    Timeslice(TimesliceConfig),
 }
 
 /// Errors in a policy specification.
@@ -65,6 +68,7 @@ impl PolicySpec {
     pub fn name(&self) -> &'static str {
         match self {
             PolicySpec::Demo(_) => "demo",
+            PolicySpec::Timeslice(_) => "timeslice",
         }
     }
 }
@@ -73,6 +77,7 @@ impl PolicySpec {
 pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
     match spec {
         PolicySpec::Demo(c) => Box::new(Demo::new(c.clone())),
+        PolicySpec::Timeslice(c) => Box::new(Timeslice::new(c.clone())),
     }
 }
 
