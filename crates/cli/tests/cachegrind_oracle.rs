@@ -79,6 +79,20 @@ fn workdir(name: &str) -> PathBuf {
     dir
 }
 
+/// Runs `cachesched` with `args`, requiring success; returns its standard output.
+fn cachesched_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cachesched"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn compile(dir: &Path, name: &str, src: &str, opt: &str) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
@@ -215,21 +229,14 @@ fn cli_replay_traces_a_command_live() {
     let dir = workdir("oracle-cli");
     let exe = compile(&dir, "matmul", MATMUL, "-O1");
     let cfg = CONFIGS[1];
-    let out = Command::new(env!("CARGO_BIN_EXE_cachesched"))
-        .arg("replay")
-        .arg(format!("--I1={}", cfg.0))
-        .arg(format!("--D1={}", cfg.1))
-        .arg(format!("--LL={}", cfg.2))
-        .arg("--")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = cachesched_ok(&[
+        "replay".to_string(),
+        format!("--I1={}", cfg.0),
+        format!("--D1={}", cfg.1),
+        format!("--LL={}", cfg.2),
+        "--".to_string(),
+        exe.display().to_string(),
+    ]);
     let summary: Vec<u64> = text.lines().find(|l| l.starts_with("summary:")).unwrap()[8..]
         .split_whitespace()
         .map(|v| v.parse().unwrap())
@@ -272,18 +279,14 @@ fn recorded_program_is_compact_and_runs_in_the_simulator() {
     std::io::copy(&mut counting, &mut std::io::sink()).unwrap();
     assert!(child.wait().unwrap().success());
     let trace = dir.join("hashcount.cst");
-    let out = Command::new(env!("CARGO_BIN_EXE_cachesched"))
-        .args(["trace", "record", "--out"])
-        .arg(&trace)
-        .arg("--")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cachesched_ok(&[
+        "trace".to_string(),
+        "record".to_string(),
+        "--out".to_string(),
+        trace.display().to_string(),
+        "--".to_string(),
+        exe.display().to_string(),
+    ]);
     let binary = std::fs::metadata(&trace).unwrap().len();
     assert!(
         binary * 10 <= counting.bytes,
@@ -292,17 +295,13 @@ fn recorded_program_is_compact_and_runs_in_the_simulator() {
     );
     // the recorded program runs as two simulated threads
     let json = dir.join("run.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_cachesched"))
-        .args(["simulate", "--machine=t1-dual", "--duration-ms=20"])
-        .arg(format!("--mix={}:2", trace.display()))
-        .arg(format!("--json={}", json.display()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cachesched_ok(&[
+        "simulate".to_string(),
+        "--machine=t1-dual".to_string(),
+        "--duration-ms=20".to_string(),
+        format!("--mix={}:2", trace.display()),
+        format!("--json={}", json.display()),
+    ]);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let threads = v["threads"].as_array().unwrap();
