@@ -72,23 +72,33 @@ pub fn topology(a: TopologyArgs) -> Result<()> {
 /// papers' L2/LLC sizes (CASC 48–768 KB, cache-fair 256 KB, 4 MB, 16 MB).
 const REPORT_KB: [u64; 6] = [48, 256, 768, 2048, 4096, 16384];
 
-/// Solo miss ratios of a model: fully associative LRU, 64-byte lines, from the exact
-/// stack-distance curve of `accesses` generated accesses (seed 1).
-fn solo_miss_ratios(m: &cachesched_sim::workload::LocalityModel, accesses: u64) -> Vec<f64> {
-    use cachesched_sim::workload::{LocalityThread, Op, Workload};
-    let mut t = LocalityThread::new(m.clone(), 0, 0, cachesched_core::SimRng::new(1));
-    let mut sd = cachesched_sim::mrc::StackDistances::new();
-    let mut n = 0;
-    while n < accesses {
-        if let Op::Access { addr, .. } = t.next_op() {
-            sd.access(addr >> 6);
-            n += 1;
+/// Warm-up and measured accesses of `cachesched workloads`.
+const WARM_ACCESSES: u64 = 2_000_000;
+const MEASURED_ACCESSES: u64 = 1_000_000;
+
+/// Solo miss ratios of models: fully associative LRU, 64-byte lines, from the exact
+/// stack-distance curve of each generated stream (seed 1) after a warm-up; computed on
+/// all host CPUs, returned in input order.
+fn solo_miss_ratios(models: &[&cachesched_sim::workload::LocalityModel]) -> Vec<Vec<f64>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let out = std::sync::Mutex::new(vec![Vec::new(); models.len()]);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(m) = models.get(i) else { break };
+                let sd = cachesched_sim::mrc::model_curve(m, 1, WARM_ACCESSES, MEASURED_ACCESSES);
+                let row = REPORT_KB
+                    .iter()
+                    .map(|kb| sd.miss_ratio(kb * 1024 / 64))
+                    .collect();
+                out.lock().expect("no worker panics")[i] = row;
+            });
         }
-    }
-    REPORT_KB
-        .iter()
-        .map(|kb| sd.miss_ratio(kb * 1024 / 64))
-        .collect()
+    });
+    out.into_inner().expect("no worker panics")
 }
 
 /// `cachesched workloads`.
@@ -98,35 +108,64 @@ pub fn workloads() -> Result<()> {
         .map(|kb| format!("{:>7}", cachesched_core::topology::human_bytes(kb << 10)))
         .collect();
     println!(
-        "solo miss ratios: fully associative LRU, 64 B lines, 1M accesses, seed 1 (cachesched mrc for whole curves)\n"
+        "solo miss ratios: fully associative LRU, 64 B lines, seed 1, {}M accesses measured after {}M of warm-up\n\
+         acc/ki: memory accesses per 1,000 instructions (misses per 1,000 instructions = ratio x acc/ki)\n\
+         (cachesched mrc PROFILE for whole curves; sources of the benchmark shapes: docs/workloads.md)\n",
+        MEASURED_ACCESSES / 1_000_000,
+        WARM_ACCESSES / 1_000_000
     );
-    println!(
-        "{:<10} {:>10} {:>5} {:>6} {}  description",
-        "profile",
-        "footprint",
-        "gap",
-        "writes",
-        head.join(" ")
-    );
-    let row = |name: &str, what: &str, m: &cachesched_sim::workload::LocalityModel| {
-        let mr: Vec<String> = solo_miss_ratios(m, 1_000_000)
-            .iter()
-            .map(|r| format!("{r:>7.3}"))
-            .collect();
+    let header = || {
         println!(
-            "{name:<10} {:>7} KB {:>5.1} {:>5.0}% {}  {what}",
+            "{:<13} {:>10} {:>6} {:>6} {}  description",
+            "profile",
+            "footprint",
+            "acc/ki",
+            "writes",
+            head.join(" ")
+        )
+    };
+    let generic = profiles();
+    let benches = cachesched_sim::benchmarks::benchmarks();
+    let servers = cachesched_sim::workload::servers();
+    let mut rows: Vec<(String, String, &cachesched_sim::workload::LocalityModel)> = Vec::new();
+    for (name, what, m) in &generic {
+        rows.push((name.to_string(), what.to_string(), m));
+    }
+    for b in &benches {
+        rows.push((
+            b.name.into(),
+            format!("[{}] {}", b.suite, b.emulates),
+            &b.model,
+        ));
+    }
+    for (name, what, m, t) in &servers {
+        rows.push((name.to_string(), format!("{what} (group size {t})"), m));
+    }
+    let ratios = solo_miss_ratios(&rows.iter().map(|r| r.2).collect::<Vec<_>>());
+    let sections = [
+        (0, "generic profiles:"),
+        (
+            generic.len(),
+            "\nbenchmark profiles (what each emulates; sources in docs/workloads.md):",
+        ),
+        (
+            generic.len() + benches.len(),
+            "\nshared-data servers (one process; threads in sharing groups; one thread's stream shown):",
+        ),
+    ];
+    for (i, ((name, what, m), mr)) in rows.iter().zip(&ratios).enumerate() {
+        if let Some((_, title)) = sections.iter().find(|(start, _)| *start == i) {
+            println!("{title}");
+            header();
+        }
+        let mr: Vec<String> = mr.iter().map(|r| format!("{r:>7.3}")).collect();
+        println!(
+            "{name:<13} {:>7} KB {:>6.0} {:>5.0}% {}  {what}",
             m.footprint_bytes() >> 10,
-            m.gap_mean,
+            1000.0 / (m.gap_mean + 1.0),
             m.write_fraction * 100.0,
             mr.join(" ")
         );
-    };
-    for (name, what, m) in profiles() {
-        row(name, what, &m);
-    }
-    println!("\nshared-data servers (one process; threads in sharing groups; one thread's stream shown):");
-    for (name, what, m, t) in cachesched_sim::workload::servers() {
-        row(name, &format!("{what} (group size {t})"), &m);
     }
     Ok(())
 }

@@ -89,10 +89,18 @@ enum State {
     Exited,
 }
 
+/// Operations a thread generates per batch.
+const OP_BATCH: usize = 32;
+
 struct Thread {
     id: ThreadId,
     info: ThreadInfo,
     workload: Box<dyn Workload>,
+    /// Operations generated ahead ([`Workload::fill`]), consumed from `op_pos`, all at
+    /// base CPI `op_cpi`.
+    ops: Vec<Op>,
+    op_pos: usize,
+    op_cpi: f64,
     state: State,
     ctr: Counters,
     policy_mask: Option<Cpumask>,
@@ -591,7 +599,15 @@ impl Kernel {
             return;
         }
         let t = self.cpus[c].current.expect("step on a busy CPU");
-        let op = self.threads[t].workload.next_op();
+        let th = &mut self.threads[t];
+        if th.op_pos == th.ops.len() {
+            th.ops.clear();
+            th.op_pos = 0;
+            th.op_cpi = th.workload.base_cpi();
+            th.workload.fill(&mut th.ops, OP_BATCH);
+        }
+        let op = th.ops[th.op_pos];
+        th.op_pos += 1;
         match op {
             Op::Access {
                 gap,
@@ -600,7 +616,7 @@ impl Kernel {
                 pc,
             } => {
                 let instr = gap as u64 + 1;
-                let cpi = self.threads[t].workload.base_cpi();
+                let cpi = self.threads[t].op_cpi;
                 let core = self.cpus[c].core;
                 let (pi, pfree) = self.pipes[core]
                     .iter()
@@ -914,6 +930,9 @@ impl Simulation {
                         process: proc_id,
                     },
                     workload: w,
+                    ops: Vec::with_capacity(OP_BATCH),
+                    op_pos: 0,
+                    op_cpi: 1.0,
                     state: State::Waiting,
                     ctr: Counters::default(),
                     policy_mask: None,

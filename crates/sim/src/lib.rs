@@ -2,6 +2,7 @@
 //! OS kernel with baseline scheduling classes, workloads and the discrete-event engine.
 //! Deterministic: one seed drives everything.
 
+pub mod benchmarks;
 pub mod cache;
 pub mod config;
 pub mod engine;

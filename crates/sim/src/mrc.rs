@@ -14,11 +14,65 @@
 //! simulation at every size.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-/// Stack-distance histogram builder.
+/// Where each line was last accessed (a slot of the time-ordered Fenwick tree).
+pub trait LastAccess: Default {
+    /// Records that `block` was accessed at `slot`; returns its previous slot.
+    fn replace(&mut self, block: u64, slot: u32) -> Option<u32>;
+}
+
+/// A multiply-xorshift hasher for line numbers (SipHash costs more than the rest of a
+/// stack-distance update; line numbers are not adversarial).
+#[derive(Default, Clone, Copy)]
+pub struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = hash64(v);
+    }
+}
+
+/// Last accesses of arbitrary line numbers, hashed.
+#[derive(Debug, Clone, Default)]
+pub struct HashedLast(HashMap<u64, u32, BuildHasherDefault<LineHasher>>);
+
+impl LastAccess for HashedLast {
+    #[inline]
+    fn replace(&mut self, block: u64, slot: u32) -> Option<u32> {
+        self.0.insert(block, slot)
+    }
+}
+
+/// Last accesses of dense line numbers `0..n` (a region's lines), in a vector.
+#[derive(Debug, Clone, Default)]
+pub struct DenseLast(Vec<u32>);
+
+impl LastAccess for DenseLast {
+    #[inline]
+    fn replace(&mut self, block: u64, slot: u32) -> Option<u32> {
+        let i = block as usize;
+        if i >= self.0.len() {
+            self.0.resize((i + 1).next_power_of_two(), u32::MAX);
+        }
+        let prev = std::mem::replace(&mut self.0[i], slot);
+        (prev != u32::MAX).then_some(prev)
+    }
+}
+
+/// Stack-distance histogram builder, generic over the last-access index
+/// ([`HashedLast`] for any line numbers, [`DenseLast`] for a region's lines).
 #[derive(Debug, Clone)]
-pub struct StackDistances {
-    last: HashMap<u64, u32>,
+pub struct StackDistances<L: LastAccess = HashedLast> {
+    last: L,
     tree: Vec<u32>,
     slot_block: Vec<u64>,
     next: u32,
@@ -38,11 +92,24 @@ impl Default for StackDistances {
 }
 
 impl StackDistances {
-    /// An empty histogram.
+    /// An empty histogram over any line numbers.
     pub fn new() -> StackDistances {
+        Self::with_index()
+    }
+}
+
+impl StackDistances<DenseLast> {
+    /// An empty histogram over dense line numbers `0..n`.
+    pub fn dense() -> StackDistances<DenseLast> {
+        Self::with_index()
+    }
+}
+
+impl<L: LastAccess> StackDistances<L> {
+    fn with_index() -> StackDistances<L> {
         let cap = 1 << 16;
         StackDistances {
-            last: HashMap::new(),
+            last: L::default(),
             tree: vec![0; cap + 1],
             slot_block: vec![u64::MAX; cap],
             next: 0,
@@ -91,7 +158,7 @@ impl StackDistances {
         self.slot_block = vec![u64::MAX; cap];
         for (i, &(_, b)) in live.iter().enumerate() {
             self.slot_block[i] = b;
-            self.last.insert(b, i as u32);
+            self.last.replace(b, i as u32);
         }
         // O(cap) Fenwick build from the marks
         for i in 0..live.len() {
@@ -108,23 +175,39 @@ impl StackDistances {
 
     /// Records an access to line `block`; returns its stack distance (`None`: cold).
     pub fn access(&mut self, block: u64) -> Option<u64> {
+        self.record(block, true)
+    }
+
+    /// Moves `block` to the top of the stack without measuring its distance (for a
+    /// generator that chose the line by its depth); counts only accesses and cold ones.
+    pub fn touch(&mut self, block: u64) {
+        self.record(block, false);
+    }
+
+    #[inline]
+    fn record(&mut self, block: u64, measure: bool) -> Option<u64> {
         if self.next as usize == self.slot_block.len() {
             self.compact();
         }
         self.accesses += 1;
         let now = self.next;
         self.next += 1;
-        let d = match self.last.insert(block, now) {
+        let d = match self.last.replace(block, now) {
             Some(prev) => {
-                // distinct lines touched after prev = live marks in (prev, now)
-                let d = self.live - self.prefix(prev);
+                let d = if measure {
+                    // distinct lines touched after prev = live marks in (prev, now)
+                    let d = self.live - self.prefix(prev);
+                    if self.hist.len() <= d as usize {
+                        self.hist.resize(d as usize + 1, 0);
+                    }
+                    self.hist[d as usize] += 1;
+                    Some(d)
+                } else {
+                    None
+                };
                 self.add(prev, -1);
                 self.slot_block[prev as usize] = u64::MAX;
-                if self.hist.len() <= d as usize {
-                    self.hist.resize(d as usize + 1, 0);
-                }
-                self.hist[d as usize] += 1;
-                Some(d)
+                d
             }
             None => {
                 self.cold += 1;
@@ -164,6 +247,13 @@ impl StackDistances {
         self.live
     }
 
+    /// Forgets the counts but keeps the stack: what follows is measured warm.
+    pub fn reset_counts(&mut self) {
+        self.hist.clear();
+        self.cold = 0;
+        self.accesses = 0;
+    }
+
     /// Miss ratio of a fully associative LRU cache of `lines` lines.
     pub fn miss_ratio(&self, lines: u64) -> f64 {
         if self.accesses == 0 {
@@ -172,6 +262,35 @@ impl StackDistances {
         let hits: u64 = self.hist.iter().take(lines as usize).sum();
         (self.accesses - hits) as f64 / self.accesses as f64
     }
+}
+
+/// The solo stack-distance histogram of a locality model's data stream (thread 0 of
+/// process 0, seeded by `seed`): `warm` accesses to fill the stack, then `n` measured
+/// (so the miss ratios are warm, not dominated by first touches).
+pub fn model_curve(
+    model: &crate::workload::LocalityModel,
+    seed: u64,
+    warm: u64,
+    n: u64,
+) -> StackDistances {
+    use crate::workload::{LocalityThread, Op, Workload};
+    let mut t = LocalityThread::new(model.clone(), 0, 0, cachesched_core::SimRng::new(seed));
+    let mut sd = StackDistances::new();
+    let mut k = 0;
+    while k < warm + n {
+        if k == warm {
+            sd.reset_counts();
+        }
+        match t.next_op() {
+            Op::Access { addr, .. } => {
+                sd.access(addr >> 6);
+                k += 1;
+            }
+            Op::Exit => break,
+            Op::Sleep(_) => {}
+        }
+    }
+    sd
 }
 
 /// SHARDS fixed-rate sampling around [`StackDistances`].

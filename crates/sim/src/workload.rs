@@ -36,6 +36,21 @@ pub enum Op {
 pub trait Workload: Send {
     /// The next operation.
     fn next_op(&mut self) -> Op;
+
+    /// Appends up to `max` operations to `out`, stopping after an [`Op::Exit`] and
+    /// wherever [`Workload::base_cpi`] changes, so one batch runs at the base CPI read
+    /// just before it was filled. The engine fetches operations this way: a batch of
+    /// calls costs one dynamic dispatch, and a thread's stream does not depend on
+    /// scheduling, so generating ahead changes nothing.
+    fn fill(&mut self, out: &mut Vec<Op>, max: usize) {
+        for _ in 0..max {
+            let op = self.next_op();
+            out.push(op);
+            if op == Op::Exit {
+                break;
+            }
+        }
+    }
     /// Cycles per instruction when every access hits the L1 (≥ 1 on a single-issue
     /// pipeline).
     fn base_cpi(&self) -> f64;
@@ -59,6 +74,8 @@ pub enum Pattern {
     /// drawn from a geometric distribution with mean `mean_lines` (a new line when the
     /// draw exceeds the lines touched so far), so a fully associative LRU cache of C
     /// lines misses with probability (1 − p)^C, p = 1 / (mean_lines + 1), once warm.
+    /// Exact, but each access costs an order-statistics tree walk (50–150 ns, more than
+    /// the memory system spends on it): for long runs prefer graded random regions.
     Reuse {
         /// Mean stack distance in 64-byte lines.
         mean_lines: f64,
@@ -383,7 +400,8 @@ pub fn base_vector(kind: &str, kb: Option<u64>) -> Result<LocalityModel, Workloa
 /// Names of the base vectors.
 pub const BASE_VECTORS: [&str; 4] = ["bv0", "bv-l1d", "bv-l1i", "bv-l2"];
 
-/// The named profile, server workload or base vector `name` (`bv-l2=2048` sets a base
+/// The named profile, benchmark profile ([`crate::benchmarks`]), server workload or
+/// base vector `name` (`bv-l2=2048` sets a base
 /// vector's footprint in KiB).
 pub fn profile(name: &str) -> Result<LocalityModel, WorkloadError> {
     let (base, kb) = match name.split_once('=') {
@@ -407,6 +425,7 @@ pub fn profile(name: &str) -> Result<LocalityModel, WorkloadError> {
         .into_iter()
         .find(|(n, _, _)| *n == name)
         .map(|(_, _, m)| m)
+        .or_else(|| crate::benchmarks::benchmark(name).map(|b| b.model))
         .or_else(|| {
             servers()
                 .into_iter()
@@ -438,9 +457,12 @@ pub struct LocalityThread {
     /// Code footprint in bytes.
     code: u64,
     /// LRU stacks of `Pattern::Reuse` regions.
-    stacks: Vec<Option<Box<crate::mrc::StackDistances>>>,
+    stacks: Vec<Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>>,
     /// Cumulative region weights scaled to 2^16 (region choice from 16 random bits).
     cum_weights: Vec<u32>,
+    /// Per 1/256 bucket of the 16-bit region draw, the region at its bottom and top:
+    /// where they agree the region is known without a search.
+    region_table: Vec<(u8, u8)>,
     /// Write fraction scaled to 2^16.
     write_threshold: u32,
     code_base: u64,
@@ -461,6 +483,8 @@ struct RegionRt {
     base: u64,
     size: u64,
     pattern: Pattern,
+    /// `pattern` is `Pattern::Random`.
+    random: bool,
     /// 1 / ln(1 − p) for `Pattern::Reuse`.
     inv_ln: f64,
 }
@@ -570,6 +594,7 @@ impl LocalityThread {
                     base,
                     size: r.kb << 10,
                     pattern: r.pattern,
+                    random: r.pattern == Pattern::Random,
                     inv_ln: match r.pattern {
                         Pattern::Reuse { mean_lines } => {
                             1.0 / (1.0 - 1.0 / (mean_lines + 1.0)).ln()
@@ -584,7 +609,27 @@ impl LocalityThread {
             stacks: model
                 .regions
                 .iter()
-                .map(|r| matches!(r.pattern, Pattern::Reuse { .. }).then(Box::default))
+                .map(|r| {
+                    matches!(r.pattern, Pattern::Reuse { .. })
+                        .then(|| Box::new(crate::mrc::StackDistances::dense()))
+                })
+                .collect(),
+            region_table: (0..256u32)
+                .map(|b| {
+                    let at = |pick: u32| {
+                        cum_weights
+                            .iter()
+                            .position(|&c| pick < c)
+                            .unwrap_or(cum_weights.len() - 1)
+                            .min(255) as u8
+                    };
+                    let (lo, hi) = (at(b << 8), at((b << 8) | 0xff));
+                    if cum_weights.len() > 255 {
+                        (0, 1) // never equal: search
+                    } else {
+                        (lo, hi)
+                    }
+                })
                 .collect(),
             cum_weights,
             write_threshold,
@@ -615,7 +660,7 @@ impl LocalityThread {
 }
 
 impl Workload for LocalityThread {
-    #[inline]
+    #[inline(always)]
     fn next_op(&mut self) -> Op {
         if self.executed >= self.limit {
             return Op::Exit;
@@ -630,8 +675,9 @@ impl Workload for LocalityThread {
         // within a random region (32 bits, multiply-shift)
         let bits = self.rng.next_u64();
         let pick = (bits & 0xffff) as u32;
-        let r = if self.cum_weights.len() == 1 {
-            0
+        let (lo, hi) = self.region_table[(pick >> 8) as usize];
+        let r = if lo == hi {
+            lo as usize
         } else {
             self.cum_weights
                 .iter()
@@ -641,7 +687,9 @@ impl Workload for LocalityThread {
         let reg = self.rt[r];
         let size = reg.size;
         let off = match reg.pattern {
-            Pattern::Random => (((bits >> 32) * (size >> 3)) >> 32) << 3,
+            // the common case first, without a jump table
+            _ if reg.random => (((bits >> 32) * (size >> 3)) >> 32) << 3,
+            Pattern::Random => unreachable!("random regions take the first arm"),
             Pattern::Stream { stride } => {
                 let o = self.cursors[r];
                 self.cursors[r] = wrap(o + stride, size);
@@ -667,7 +715,7 @@ impl Workload for LocalityThread {
                         .at_depth(d % stack.distinct())
                         .expect("non-empty stack"),
                 };
-                stack.access(line);
+                stack.touch(line);
                 line * 64
             }
         };
@@ -748,6 +796,17 @@ impl Workload for PhasedThread {
             }
         }
         op
+    }
+
+    fn fill(&mut self, out: &mut Vec<Op>, max: usize) {
+        let phase = self.current;
+        for _ in 0..max {
+            let op = self.next_op();
+            out.push(op);
+            if op == Op::Exit || self.current != phase {
+                break;
+            }
+        }
     }
 
     fn base_cpi(&self) -> f64 {
