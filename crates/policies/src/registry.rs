@@ -1,6 +1,7 @@
 //! Building policies from configuration: a [`PolicySpec`] is the serde form used in
 //! scenario files, and `name:key=value,…` is its command-line form.
 
+use crate::casc::{Casc, CascConfig};
 use crate::demo::{Demo, DemoConfig};
 use crate::timeslice::{Timeslice, TimesliceConfig};
 use cachesched_core::Policy;
@@ -8,12 +9,14 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Names accepted by [`PolicySpec::parse`].
-pub const POLICY_NAMES: &[&str] = &["demo", "timeslice"];
+pub const POLICY_NAMES: &[&str] = &["casc", "demo", "timeslice"];
 
 /// A policy and its configuration, e.g. `{ name = "demo", slice_ms = 10 }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum PolicySpec {
+    /// CASC co-scheduling by partial-cache miss rates ([`Casc`]).
+    Casc(CascConfig),
     /// The demonstration policy ([`Demo`]).
     Demo(DemoConfig),
     /// Timeslice aggregation ([`Timeslice`]).
@@ -58,15 +61,30 @@ impl PolicySpec {
             };
             doc += &format!("{} = {}\n", k.trim(), v.trim());
         }
-        toml::from_str(&doc).map_err(|e| PolicyError::BadParameters {
+        let spec: PolicySpec = toml::from_str(&doc).map_err(|e| PolicyError::BadParameters {
             name: name.into(),
             reason: e.message().to_string(),
+        })?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Checks the parameters' ranges (scenario files are checked when loaded).
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        let r = match self {
+            PolicySpec::Casc(c) => c.validate(),
+            PolicySpec::Demo(_) | PolicySpec::Timeslice(_) => Ok(()),
+        };
+        r.map_err(|reason| PolicyError::BadParameters {
+            name: self.name().into(),
+            reason,
         })
     }
 
     /// The policy's name.
     pub fn name(&self) -> &'static str {
         match self {
+            PolicySpec::Casc(_) => "casc",
             PolicySpec::Demo(_) => "demo",
             PolicySpec::Timeslice(_) => "timeslice",
         }
@@ -76,6 +94,7 @@ impl PolicySpec {
 /// Builds the policy described by `spec`.
 pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
     match spec {
+        PolicySpec::Casc(c) => Box::new(Casc::new(c.clone())),
         PolicySpec::Demo(c) => Box::new(Demo::new(c.clone())),
         PolicySpec::Timeslice(c) => Box::new(Timeslice::new(c.clone())),
     }

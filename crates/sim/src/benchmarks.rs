@@ -105,10 +105,10 @@ pub fn benchmarks() -> Vec<Benchmark> {
         Benchmark {
             name: "art",
             suite: "SPEC CPU2000",
-            emulates: "179.art: repeated scans over ~3 MB of network arrays; LRU thrashes until they fit (greedy below 4 MB)",
+            emulates: "179.art: repeated 16-byte-stride scans over ~3 MB of network arrays; LRU thrashes until they fit (greedy below 4 MB)",
             source: CASC,
             model: model(
-                vec![scan(3 * 1024, 0.6), random(1024, 0.1), random(16, 0.3)],
+                vec![region(3 * 1024, 0.7, Pattern::Stream { stride: 16 }), random(1024, 0.1), random(16, 0.2)],
                 1.5,
                 0.1,
                 8,
@@ -141,11 +141,11 @@ pub fn benchmarks() -> Vec<Benchmark> {
         Benchmark {
             name: "twolf",
             suite: "SPEC CPU2000",
-            emulates: "300.twolf: placement over ~2 MB with strong reuse; sensitive at 48-192 KB, frugal at 768 KB",
+            emulates: "300.twolf: placement over ~2 MB with strong reuse of ~40 KB; frugal from ~96 KB (CASC's per-context share of 768 KB)",
             source: CASC,
             model: model(
-                vec![random(24, 0.5), random(64, 0.25), random(256, 0.225), random(1024, 0.015), random(2048, 0.01)],
-                2.0,
+                vec![random(8, 0.55), random(32, 0.3), random(128, 0.11), random(1024, 0.03), random(2048, 0.01)],
+                3.0,
                 0.15,
                 16,
             ),
@@ -230,16 +230,16 @@ pub fn benchmarks() -> Vec<Benchmark> {
             source: CASC,
             model: model(
                 vec![
-                    random(16, 0.4),          // per-query state, locks, cursors
+                    random(8, 0.45),          // per-query state, locks, cursors
                     random(32, 0.35),         // B-tree root and upper internal pages
-                    random(128, 0.18),        // lower internal pages, buffer-pool hash
-                    random(384, 0.05),        // buffer headers, log buffer
+                    random(128, 0.15),        // lower internal pages, buffer-pool hash
+                    random(384, 0.03),        // buffer headers, log buffer
                     random(30 * 1024, 0.016), // leaf/record lines in the hot 30%
                     random(70 * 1024, 0.004), // the cold 70%
                 ],
                 4.0,
                 0.15,
-                48,
+                16,
             ),
         },
         // ------------------------------------------- timeslice paper: PARSEC, SPLASH-2x, CPU2006

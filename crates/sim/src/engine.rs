@@ -181,6 +181,8 @@ struct Kernel {
     domains: Vec<Domain>,
     cpu_domains: Vec<Vec<usize>>,
     track_segments: bool,
+    /// Virtual-to-physical page placement applied before the memory system.
+    pages: crate::config::PagePlacement,
     sampling_period: Option<u64>,
     sample_countdown: u64,
     tick_period: Option<u64>,
@@ -462,7 +464,7 @@ impl Kernel {
     /// [`Kernel::pull`], skipping `excluded` sources; returns the source CPU.
     fn pull_from(&mut self, c: usize, now: u64, idle: bool, excluded: &[bool]) -> Option<usize> {
         let here = self.nr(c);
-        let mut best: Option<usize> = None;
+        let mut sources: Vec<usize> = Vec::new();
         for (b, &skip) in excluded.iter().enumerate() {
             if b == c || skip || self.cpus[b].rq.is_empty() {
                 continue;
@@ -476,22 +478,30 @@ impl Kernel {
             if !idle && nb < here + 2 && !cfs_imbalance {
                 continue;
             }
-            if best.is_none_or(|x| nb > self.nr(x)) {
-                best = Some(b);
+            sources.push(b);
+        }
+        // busiest first; when none of its queued threads may run here, the next busiest
+        // (Linux retries without the all-pinned busiest CPU; Solaris' idle CPUs scan
+        // every queue)
+        sources.sort_by_key(|&b| (std::cmp::Reverse(self.nr(b)), b));
+        let cpu_c = CpuId(c as u32);
+        let mut found = None;
+        for b in sources {
+            let ignore_hot = self.kcfg.affinity_oblivious || self.cpus[b].balance_failed > 2;
+            let cand = self.cpus[b].rq.iter().position(|&t| {
+                let th = &self.threads[t];
+                th.mask.contains(cpu_c)
+                    && (ignore_hot || now.saturating_sub(th.last_ran) > self.migration_cost_cycles)
+            });
+            match cand {
+                Some(i) => {
+                    found = Some((b, i));
+                    break;
+                }
+                None => self.cpus[b].balance_failed += 1,
             }
         }
-        let b = best?;
-        let ignore_hot = self.kcfg.affinity_oblivious || self.cpus[b].balance_failed > 2;
-        let cpu_c = CpuId(c as u32);
-        let cand = self.cpus[b].rq.iter().position(|&t| {
-            let th = &self.threads[t];
-            th.mask.contains(cpu_c)
-                && (ignore_hot || now.saturating_sub(th.last_ran) > self.migration_cost_cycles)
-        });
-        let Some(i) = cand else {
-            self.cpus[b].balance_failed += 1;
-            return None;
-        };
+        let (b, i) = found?;
         self.cpus[b].balance_failed = 0;
         let t = self.cpus[b].rq.remove(i);
         let (fm, tm) = (self.min_vruntime(b), self.min_vruntime(c));
@@ -639,14 +649,18 @@ impl Kernel {
                 let line = pc >> self.ipath_shift;
                 if line != th.last_pc_line {
                     th.last_pc_line = line;
-                    let f = self.mem.instr_fetch(c, owner, pc, start, ctr);
+                    let f = self
+                        .mem
+                        .instr_fetch(c, owner, self.pages.translate(pc), start, ctr);
                     if f.stall_cycles > 0 {
                         let s = (f.stall_cycles as f64 / self.mlp) as u64;
                         ctr.mem_stall_cycles += s;
                         end += s;
                     }
                 }
-                let out = self.mem.data_access(c, owner, addr, write, end, ctr);
+                let out =
+                    self.mem
+                        .data_access(c, owner, self.pages.translate(addr), write, end, ctr);
                 let mut stall = (out.stall_cycles as f64 / self.mlp) as u64;
                 if out.served == Served::Remote {
                     ctr.remote_stall_cycles += stall;
@@ -889,6 +903,9 @@ impl Simulation {
                 "no threads: give at least one thread group".into(),
             ));
         }
+        for p in &cfg.policies {
+            p.validate().map_err(|e| SimError::Config(e.to_string()))?;
+        }
         let freq = machine.freq_mhz as u64;
         let cyc = |ms: f64| (ms * 1e3 * freq as f64) as u64;
         let rng = SimRng::new(cfg.seed);
@@ -1026,6 +1043,7 @@ impl Simulation {
             domains,
             cpu_domains,
             track_segments,
+            pages: cfg.kernel.page_placement,
             sampling_period: None,
             sample_countdown: 0,
             tick_period: None,

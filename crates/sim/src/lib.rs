@@ -15,7 +15,7 @@ pub mod sched;
 pub mod trace;
 pub mod workload;
 
-pub use config::{Baseline, KernelConfig, MachineSpec, SimConfig, ThreadGroup};
+pub use config::{Baseline, KernelConfig, MachineSpec, PagePlacement, SimConfig, ThreadGroup};
 pub use engine::{build_chain, simulate, simulate_with, SimError, Simulation};
 pub use machine::{MachineConfig, PRESETS};
 pub use result::RunResult;

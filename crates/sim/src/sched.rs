@@ -8,7 +8,7 @@
 //!   waking threads are placed at most half a latency behind the queue's minimum and
 //!   preempt the current thread when they are ahead by more than the wake-up granularity.
 //! - **Solaris TS-like**: 60 priority levels; quanta from 200 ms (level 0–9) down to
-//!   20 ms (50–59); quantum expiry drops 10 levels, returning from sleep raises to
+//!   20 ms (50–59); using up a quantum drops 10 levels, returning from sleep raises to
 //!   50 + level/10; a thread waiting over a second is raised to 50 (starvation aging).
 //! - **Round robin**: fixed priority from the nice value, FIFO within a priority, a fixed
 //!   quantum.
@@ -44,6 +44,8 @@ pub struct SchedEntity {
     pub enqueue_seq: u64,
     /// Custom slice from a policy, ns.
     pub custom_slice_ns: Option<u64>,
+    /// TS: CPU time used since the priority last dropped, ns.
+    pub ts_used_ns: u64,
 }
 
 impl SchedEntity {
@@ -56,6 +58,7 @@ impl SchedEntity {
             boosted: false,
             enqueue_seq: 0,
             custom_slice_ns: None,
+            ts_used_ns: 0,
         }
     }
 
@@ -129,15 +132,20 @@ impl Class {
     /// Charges `ran_ns` of CPU time.
     #[inline]
     pub fn charge(&self, e: &mut SchedEntity, ran_ns: u64) {
-        if self.baseline == Baseline::Cfs {
-            e.vruntime += ran_ns * 1024 / e.weight() as u64;
+        match self.baseline {
+            Baseline::Cfs => e.vruntime += ran_ns * 1024 / e.weight() as u64,
+            Baseline::Ts => e.ts_used_ns += ran_ns,
+            Baseline::Rr => {}
         }
     }
 
-    /// The thread used up its slice.
+    /// The thread used up its slice. TS drops the priority once a whole quantum of its
+    /// level has been used (with the class's own quanta, at every expiry; a shorter
+    /// custom slice does not age a thread faster than its quantum would).
     pub fn slice_expired(&self, e: &mut SchedEntity) {
-        if self.baseline == Baseline::Ts {
+        if self.baseline == Baseline::Ts && e.ts_used_ns >= ts_quantum_ms(e.ts_pri) * 1_000_000 {
             e.ts_pri = (e.ts_pri - 10).max(0);
+            e.ts_used_ns = 0;
         }
     }
 
@@ -149,7 +157,10 @@ impl Class {
                     e.vruntime = e.vruntime.max(m.saturating_sub(self.latency_ns / 2));
                 }
             }
-            Baseline::Ts => e.ts_pri = (50 + e.ts_pri / 10).min(59),
+            Baseline::Ts => {
+                e.ts_pri = (50 + e.ts_pri / 10).min(59);
+                e.ts_used_ns = 0;
+            }
             Baseline::Rr => {}
         }
     }
@@ -216,6 +227,11 @@ mod tests {
         let c = Class::new(&k, 8);
         let mut e = SchedEntity::new(0);
         assert_eq!(c.slice_ns(&e, 1, 1), 120_000_000);
+        // a 10 ms custom slice expiring does not age the thread; a whole quantum does
+        c.charge(&mut e, 10_000_000);
+        c.slice_expired(&mut e);
+        assert_eq!(e.ts_pri, 29);
+        c.charge(&mut e, 110_000_000);
         c.slice_expired(&mut e);
         assert_eq!(e.ts_pri, 19);
         assert_eq!(c.slice_ns(&e, 1, 1), 160_000_000);

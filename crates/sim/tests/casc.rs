@@ -1,0 +1,214 @@
+//! CASC on the simulated CASC machine (niagara-2c): it finds the cache-greedy threads
+//! from group miss rates alone, confines them, and does no harm where it cannot help.
+
+use cachesched_policies::casc::CascConfig;
+use cachesched_policies::PolicySpec;
+use cachesched_sim::config::Phase;
+use cachesched_sim::*;
+
+/// 6 art-like, 6 twolf-like, 6 Berkeley-DB-like threads, arriving interleaved.
+fn casc_mix() -> Vec<ThreadGroup> {
+    (0..18)
+        .map(|i| ThreadGroup::of(["art", "twolf", "bdb"][i % 3], 1))
+        .collect()
+}
+
+fn run(threads: Vec<ThreadGroup>, casc: Option<CascConfig>, warm: f64, ms: f64) -> RunResult {
+    let mut c = SimConfig::new("niagara-2c", threads);
+    c.kernel.baseline = Baseline::Ts;
+    c.duration_ms = ms;
+    c.warmup_ms = warm;
+    c.seed = 7;
+    if let Some(cc) = casc {
+        c.policies = vec![PolicySpec::Casc(cc)];
+    }
+    simulate(&c).expect("run completes")
+}
+
+fn stat(r: &RunResult, k: &str) -> f64 {
+    *r.policy_stats
+        .get(k)
+        .unwrap_or_else(|| panic!("no stat {k}: {:?}", r.policy_stats))
+}
+
+fn pcmr(r: &RunResult, t: u32) -> Option<f64> {
+    r.policy_stats.get(&format!("pcmr.{t}")).copied()
+}
+
+fn mean_pcmr(r: &RunResult, name: &str) -> f64 {
+    let v: Vec<f64> = r
+        .threads
+        .iter()
+        .filter(|t| t.name == name)
+        .map(|t| pcmr(r, t.id).expect("every thread measured"))
+        .collect();
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+#[test]
+fn casc_finds_the_greedy_threads_and_cuts_misses() {
+    let (warm, ms) = (700.0, 1100.0);
+    let base = run(casc_mix(), None, warm, ms);
+    let paper = run(casc_mix(), Some(CascConfig::default()), warm, ms);
+    let calibrated = CascConfig {
+        secondary: cachesched_policies::casc::Secondary::Calibrated,
+        ..Default::default()
+    };
+    let casc = run(casc_mix(), Some(calibrated), warm, ms);
+    for r in [&paper, &casc] {
+        // every PCMR known before the measured window: the initial measurement of the
+        // first nine threads, then nine secondary measurements
+        let steady = stat(r, "steady_ms");
+        assert!(steady > 0.0 && steady < warm, "steady at {steady} ms");
+        assert_eq!(stat(r, "secondary_measurements"), 9.0);
+        // the initial measurement ranks the scan-heavy art threads highest
+        let initial = |name: &str| {
+            let v: Vec<f64> = (0..9)
+                .filter(|&t| r.threads[t].name == name)
+                .map(|t| pcmr(r, t as u32).unwrap())
+                .collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        assert!(initial("art") > 1.1 * initial("bdb") && initial("bdb") > initial("twolf"));
+        // fewer misses, never an idle CPU for want of allowed threads
+        assert!(
+            r.l2_miss_ratio < 0.98 * base.l2_miss_ratio,
+            "miss ratio {} vs {}",
+            r.l2_miss_ratio,
+            base.l2_miss_ratio
+        );
+        assert!(r.cpus.iter().all(|c| c.busy_fraction > 0.95));
+        assert_eq!(r.kernel.mask_fallbacks, 0);
+        // stable programs: no phase change detected
+        assert_eq!(stat(r, "remeasurements"), 0.0, "{:?}", r.policy_stats);
+    }
+    // with calibrated secondary measurements every thread is ranked by its program
+    let (art, twolf, bdb) = (
+        mean_pcmr(&casc, "art"),
+        mean_pcmr(&casc, "twolf"),
+        mean_pcmr(&casc, "bdb"),
+    );
+    assert!(
+        art > 1.2 * bdb && bdb > twolf,
+        "art {art} twolf {twolf} bdb {bdb}"
+    );
+    let lowest_art = casc
+        .threads
+        .iter()
+        .filter(|t| t.name == "art")
+        .map(|t| pcmr(&casc, t.id).unwrap())
+        .fold(f64::INFINITY, f64::min);
+    let highest_other = casc
+        .threads
+        .iter()
+        .filter(|t| t.name != "art")
+        .map(|t| pcmr(&casc, t.id).unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        lowest_art > highest_other,
+        "{lowest_art} vs {highest_other}"
+    );
+    // art is allowed on fewer CPUs than twolf: the high MAX_PCMR buckets
+    let caps: Vec<f64> = (0..8)
+        .map(|c| stat(&casc, &format!("max_pcmr.0.cpu{c}")))
+        .collect();
+    let cpus_for = |p: f64| caps.iter().filter(|&&m| p < m).count();
+    assert!(cpus_for(art) < cpus_for(twolf), "caps {caps:?}");
+    // and more work done, at the price of fairness
+    assert!(
+        casc.ips > 1.02 * base.ips,
+        "ips {} vs {}",
+        casc.ips,
+        base.ips
+    );
+    assert!(casc.cpu_share_cv > base.cpu_share_cv);
+}
+
+#[test]
+fn fewer_threads_than_contexts_change_nothing() {
+    let threads = vec![ThreadGroup::of("art", 3), ThreadGroup::of("twolf", 3)];
+    let base = run(threads.clone(), None, 20.0, 120.0);
+    let casc = run(threads, Some(CascConfig::default()), 20.0, 120.0);
+    assert_eq!(stat(&casc, "initial_measurements"), 0.0);
+    assert_eq!(casc.ips, base.ips);
+    assert_eq!(casc.totals, base.totals);
+}
+
+#[test]
+fn identical_threads_do_no_harm() {
+    let threads = vec![ThreadGroup::of("twolf", 12)];
+    let base = run(threads.clone(), None, 300.0, 500.0);
+    let casc = run(threads, Some(CascConfig::default()), 300.0, 500.0);
+    assert!(stat(&casc, "steady_ms") > 0.0);
+    let ratio = casc.ips / base.ips;
+    assert!((0.95..1.05).contains(&ratio), "ips ratio {ratio}");
+}
+
+#[test]
+fn late_arrivals_are_measured_and_exits_rebucketize() {
+    let mut threads = casc_mix();
+    // two more art threads arrive after the initial measurement
+    let mut late = ThreadGroup::of("art", 2);
+    late.start_ms = 200.0;
+    threads.push(late);
+    // three twolf threads finish early
+    let mut short = ThreadGroup::of("twolf", 3);
+    short.label = Some("short".into());
+    let mut m = cachesched_sim::workload::profile("twolf").unwrap();
+    m.instructions = Some(1_500_000);
+    short.profile = None;
+    short.model = Some(m);
+    threads.push(short);
+    let r = run(threads, Some(CascConfig::default()), 100.0, 1000.0);
+    let exited = r.threads.iter().filter(|t| t.exited).count();
+    assert_eq!(exited, 3, "the short threads finished");
+    for t in r.threads.iter().filter(|t| t.name == "art") {
+        assert!(pcmr(&r, t.id).is_some(), "art thread {} measured", t.id);
+    }
+    // every thread beyond the first nine got a secondary measurement
+    assert!(stat(&r, "secondary_measurements") >= 21.0 - 9.0 - 3.0);
+    assert!(stat(&r, "bucketizations") >= 3.0);
+    assert_eq!(r.kernel.mask_fallbacks, 0);
+}
+
+#[test]
+fn a_phase_change_triggers_remeasurement() {
+    // six twolf-like threads turn mcf-like (pointer chasing) after 35 M instructions,
+    // well after every PCMR is known
+    let mut changing = ThreadGroup::of("twolf", 6);
+    changing.profile = None;
+    changing.label = Some("changing".into());
+    changing.phases = vec![
+        Phase {
+            profile: Some("twolf".into()),
+            model: None,
+            instructions: 35_000_000,
+        },
+        Phase {
+            profile: Some("mcf".into()),
+            model: None,
+            instructions: 1 << 40,
+        },
+    ];
+    let threads = vec![
+        changing,
+        ThreadGroup::of("bdb", 6),
+        ThreadGroup::of("twolf", 6),
+    ];
+    let calibrated = CascConfig {
+        secondary: cachesched_policies::casc::Secondary::Calibrated,
+        ..Default::default()
+    };
+    let r = run(threads, Some(calibrated), 100.0, 1500.0);
+    assert!(stat(&r, "remeasurements") >= 1.0, "{:?}", r.policy_stats);
+    // the re-measured threads now score far above the unchanged twolf threads
+    let twolf = mean_pcmr(&r, "twolf");
+    let rescored = r
+        .threads
+        .iter()
+        .filter(|t| t.name == "changing")
+        .filter_map(|t| pcmr(&r, t.id))
+        .filter(|&p| p > 2.0 * twolf)
+        .count();
+    assert!(rescored >= 2, "{:?}", r.policy_stats);
+}
