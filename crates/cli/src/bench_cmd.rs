@@ -19,6 +19,92 @@ pub enum BenchCommand {
     /// Workload generators' accesses per second against the cache model's (the
     /// niagara-2c memory system) on the same accesses.
     Workloads(WorkloadBenchArgs),
+    /// CASC's decision cost: the PCMR linear solve and the bucketization at 18, 100 and
+    /// 1,000 threads, against the 10 ms slice the scheduler decides for.
+    Casc(CascBenchArgs),
+}
+
+/// Arguments of `cachesched bench casc`.
+#[derive(Args, Debug)]
+pub struct CascBenchArgs {
+    /// Timed repetitions of each measurement (the median is kept).
+    #[arg(long, default_value_t = 21)]
+    repeat: usize,
+}
+
+/// Median wall time of `f` over `repeat` calls, in seconds.
+fn median_secs(repeat: usize, mut f: impl FnMut()) -> f64 {
+    let mut t: Vec<f64> = (0..repeat.max(1))
+        .map(|_| {
+            let t0 = Instant::now();
+            f();
+            t0.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+fn run_casc(a: CascBenchArgs) -> Result<()> {
+    use cachesched_core::SimRng;
+    use cachesched_policies::casc::bucket::{bucketize, BucketParams};
+    use cachesched_policies::casc::solve::{all_but_one, solve_pcmrs};
+    let params = BucketParams {
+        threshold: 15.0,
+        growth: 1.25,
+        min_threads_per_cpu: 1,
+        step: 1.0,
+        literal: true,
+    };
+    let slice = 10e-3;
+    println!(
+        "CASC decision cost (median of {} runs); share = cost / a 10 ms slice\n",
+        a.repeat
+    );
+    println!(
+        "{:>8} {:>26} {:>14} {:>26} {:>14}",
+        "threads", "solve (n+1)x(n+1)", "share", "bucketize", "share"
+    );
+    for threads in [18usize, 100, 1000] {
+        // a third greedy, the rest frugal, with spread
+        let mut rng = SimRng::new(threads as u64);
+        let pcmrs: Vec<f64> = (0..threads)
+            .map(|i| {
+                if i % 3 == 0 {
+                    25.0 + 10.0 * rng.unit()
+                } else {
+                    5.0 + 15.0 * rng.unit()
+                }
+            })
+            .collect();
+        for (label, n) in [
+            ("niagara-2c, n = 8", 8usize),
+            ("n = threads - 1", threads - 1),
+        ] {
+            let rates: Vec<f64> = (0..=n)
+                .map(|i| {
+                    let s: f64 = (0..=n).filter(|&j| j != i).map(|j| pcmrs[j]).sum();
+                    s / n as f64
+                })
+                .collect();
+            let eqs = all_but_one(n, &rates);
+            let solve = median_secs(a.repeat, || {
+                std::hint::black_box(solve_pcmrs(n + 1, &eqs).expect("square system"));
+            });
+            let cpus = n.min(64);
+            let buck = median_secs(a.repeat, || {
+                std::hint::black_box(bucketize(&pcmrs, cpus, &params));
+            });
+            println!(
+                "{threads:>8} {:>26} {:>13.4}% {:>26} {:>13.4}%",
+                format!("{label}: {:.1} us", solve * 1e6),
+                100.0 * solve / slice,
+                format!("{cpus} CPUs: {:.1} us", buck * 1e6),
+                100.0 * buck / slice
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Arguments of `cachesched bench workloads`.
@@ -246,5 +332,6 @@ pub fn run(c: BenchCommand) -> Result<()> {
         BenchCommand::Replay(a) => run_replay(a),
         BenchCommand::Engine(a) => run_engine(a),
         BenchCommand::Workloads(a) => run_workloads(a),
+        BenchCommand::Casc(a) => run_casc(a),
     }
 }

@@ -151,11 +151,16 @@ pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
     })
 }
 
-struct Job {
-    variant: usize,
-    llc_kb: Option<u64>,
-    seed: u64,
-    cfg: SimConfig,
+/// One run of a scenario.
+pub struct Job {
+    /// Index of the variant.
+    pub variant: usize,
+    /// Sweep point.
+    pub llc_kb: Option<u64>,
+    /// Seed.
+    pub seed: u64,
+    /// The run's configuration.
+    pub cfg: SimConfig,
 }
 
 #[derive(Serialize)]
@@ -167,7 +172,8 @@ struct Row<'a> {
 }
 
 impl Scenario {
-    fn validate(&self) -> Result<()> {
+    /// Checks the scenario's own fields.
+    pub fn validate(&self) -> Result<()> {
         if self.variants.is_empty() || self.seeds.is_empty() {
             bail!("a scenario needs at least one variant and one seed");
         }
@@ -189,7 +195,8 @@ impl Scenario {
         Ok(())
     }
 
-    fn jobs(&self) -> Result<Vec<Job>> {
+    /// Every run of the scenario, each checked to be buildable.
+    pub fn jobs(&self) -> Result<Vec<Job>> {
         let sizes: Vec<Option<u64>> = match &self.sweep {
             Some(s) => s.llc_kb.iter().map(|&k| Some(k)).collect(),
             None => vec![None],
@@ -249,27 +256,49 @@ pub fn load(path: &std::path::Path) -> Result<Scenario> {
 /// `cachesched experiment`.
 pub fn run(a: ExperimentArgs) -> Result<i32> {
     let sc = load(&a.scenario)?;
-    let jobs = sc.jobs()?;
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-    let workers = a
-        .jobs
+    match run_scenario(&sc, &out, a.jobs)? {
+        Some(_) => Ok(0),
+        None => Ok(130),
+    }
+}
+
+/// Runs every job of `sc` on `jobs` workers (default: all CPUs) with a progress bar,
+/// writes the outputs to `out` and returns the jobs with their results; `None` if
+/// interrupted (nothing written).
+pub fn run_scenario(
+    sc: &Scenario,
+    out: &std::path::Path,
+    jobs: Option<usize>,
+) -> Result<Option<(Vec<Job>, Vec<RunResult>)>> {
+    let jobs_list = sc.jobs()?;
+    let workers = jobs
         .unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1)
         })
-        .clamp(1, jobs.len().max(1));
+        .clamp(1, jobs_list.len().max(1));
     println!("seeds {:?}", sc.seeds);
     println!(
         "scenario {}: {} runs on {} worker(s) -> {}",
         sc.name,
-        jobs.len(),
+        jobs_list.len(),
         workers,
         out.display()
     );
+    let Some(runs) = run_jobs(sc, &jobs_list, workers)? else {
+        eprintln!("interrupted; nothing written");
+        return Ok(None);
+    };
+    write_outputs(sc, &jobs_list, &runs, out)?;
+    Ok(Some((jobs_list, runs)))
+}
+
+fn run_jobs(sc: &Scenario, jobs: &[Job], workers: usize) -> Result<Option<Vec<RunResult>>> {
     let stop = interrupt_flag();
     let bar = indicatif::ProgressBar::new(jobs.len() as u64 * 100);
     bar.set_style(
@@ -309,8 +338,7 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
     });
     bar.finish_and_clear();
     if stop.load(Ordering::SeqCst) {
-        eprintln!("interrupted; nothing written");
-        return Ok(130);
+        return Ok(None);
     }
     let mut runs = Vec::new();
     for (j, r) in jobs
@@ -325,8 +353,7 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         })?;
         runs.push(r);
     }
-    write_outputs(&sc, &jobs, &runs, &out)?;
-    Ok(0)
+    Ok(Some(runs))
 }
 
 fn write_outputs(

@@ -5,6 +5,7 @@ mod experiment;
 mod info_cmd;
 mod mrc_cmd;
 mod replay_cmd;
+mod reproduce;
 mod simulate_cmd;
 mod svg;
 
@@ -38,6 +39,10 @@ enum Command {
     /// Miss-ratio curve of a profile or trace: exact LRU stack distances and a
     /// SHARDS-sampled estimate, with its error.
     Mrc(mrc_cmd::MrcArgs),
+    /// Reproduce a paper's result on the simulated machine: runs, plots and a
+    /// paper-against-measured table.
+    #[command(subcommand)]
+    Reproduce(reproduce::ReproduceCommand),
     /// Record program traces.
     #[command(subcommand)]
     Trace(replay_cmd::TraceCommand),
@@ -57,6 +62,7 @@ fn main() {
         Command::Workloads => info_cmd::workloads().map(|_| 0),
         Command::Replay(a) => replay_cmd::run(a).map(|_| 0),
         Command::Mrc(a) => mrc_cmd::run(a).map(|_| 0),
+        Command::Reproduce(c) => reproduce::run(c),
         Command::Trace(c) => replay_cmd::trace(c).map(|_| 0),
         Command::Bench(c) => bench_cmd::run(c).map(|_| 0),
     };

@@ -260,3 +260,39 @@ fn mrc_of_a_profile() {
         run_err(&["mrc", "--profile", "hotcold", "--line-bytes", "48"]).contains("power of two")
     );
 }
+
+#[test]
+fn reproduce_casc_writes_the_table_plots_and_results() {
+    let d = tmp("casc");
+    let out = d.join("casc");
+    let o = out.to_str().unwrap();
+    let stdout = run_ok(&[
+        "reproduce",
+        "casc",
+        "--out",
+        o,
+        "--l2-kb",
+        "384,768",
+        "--warmup-ms",
+        "100",
+        "--duration-ms",
+        "200",
+    ]);
+    assert!(stdout.contains("seeds [1]"), "{stdout}");
+    let table = std::fs::read_to_string(out.join("paper-vs-measured.md")).unwrap();
+    // both CASC variants at both sizes, against the paper's numbers
+    assert_eq!(table.matches("| 768 KB | casc").count(), 2, "{table}");
+    assert!(table.contains("-46% to -15%"));
+    // 100 ms cannot cover CASC's measurements: the report says so
+    assert!(table.contains("Warning"), "{table}");
+    for f in [
+        "results.json",
+        "scenario.resolved.toml",
+        "l2_miss_ratio.svg",
+        "ips.svg",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let err = run_err(&["reproduce", "casc", "--out", o, "--l2-kb", "768"]);
+    assert!(err.contains("at least two L2 sizes"), "{err}");
+}

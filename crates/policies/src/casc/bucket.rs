@@ -63,20 +63,44 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
-/// The threads in CPU `c`'s bucket (the paper's penalty for lowering it): a thread
-/// belongs to the bucket of the lowest MAX_PCMR above its PCMR; among CPUs with equal
-/// MAX_PCMR, to the lowest-numbered one.
-fn bucket_size(max: &[f64], c: usize, sorted: &[f64]) -> usize {
-    let first_with_same = (0..c).all(|o| max[o] != max[c]);
-    if !first_with_same {
-        return 0;
+/// The MAX_PCMRs of one iteration, indexed for O(log n) questions.
+struct Layout {
+    /// (MAX_PCMR, CPU) ascending.
+    order: Vec<(f64, usize)>,
+}
+
+impl Layout {
+    fn of(max: &[f64]) -> Layout {
+        let mut order: Vec<(f64, usize)> = max.iter().copied().zip(0..).collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        Layout { order }
     }
-    let below = max
-        .iter()
-        .copied()
-        .filter(|&m| m < max[c])
-        .fold(f64::NEG_INFINITY, f64::max);
-    sorted.partition_point(|&x| x < max[c]) - sorted.partition_point(|&x| x < below)
+
+    /// The largest MAX_PCMR of any CPU but `c`.
+    fn best_other(&self, c: usize) -> f64 {
+        match self.order.as_slice() {
+            [.., (_, last)] if *last != c => self.order[self.order.len() - 1].0,
+            [.., (v, _), _] => *v,
+            _ => f64::NEG_INFINITY,
+        }
+    }
+
+    /// The threads in CPU `c`'s bucket (the paper's penalty for lowering it): a thread
+    /// belongs to the bucket of the lowest MAX_PCMR above its PCMR; among CPUs with
+    /// equal MAX_PCMR, to the lowest-numbered one.
+    fn bucket_size(&self, max: &[f64], c: usize, sorted: &[f64]) -> usize {
+        let v = max[c];
+        let first = self.order.partition_point(|&(m, _)| m < v);
+        if self.order[first].1 != c {
+            return 0; // a lower-numbered CPU has the same MAX_PCMR
+        }
+        let below = if first == 0 {
+            f64::NEG_INFINITY
+        } else {
+            self.order[first - 1].0
+        };
+        sorted.partition_point(|&x| x < v) - sorted.partition_point(|&x| x < below)
+    }
 }
 
 /// Bucketizes threads with PCMRs `pcmrs` onto `ncpus` CPUs.
@@ -100,15 +124,13 @@ pub fn bucketize(pcmrs: &[f64], ncpus: usize, p: &BucketParams) -> Buckets {
                 break;
             }
             let mut best: Option<(usize, usize)> = None;
+            let layout = Layout::of(&max);
             for c in 0..ncpus {
                 let lowered = max[c] - p.step;
                 if lowered < 0.0 {
                     continue;
                 }
-                let best_other = (0..ncpus)
-                    .filter(|&o| o != c)
-                    .map(|o| max[o])
-                    .fold(f64::NEG_INFINITY, f64::max);
+                let best_other = layout.best_other(c);
                 // never leave the most demanding thread without a CPU
                 if !sorted.is_empty() && top >= lowered.max(best_other) {
                     continue;
@@ -122,7 +144,7 @@ pub fn bucketize(pcmrs: &[f64], ncpus: usize, p: &BucketParams) -> Buckets {
                         continue;
                     }
                 }
-                let penalty = bucket_size(&max, c, &sorted);
+                let penalty = layout.bucket_size(&max, c, &sorted);
                 // fewest threads restricted; among those, the CPU admitting the most
                 // (so decrements spread instead of sinking one CPU through empty bands)
                 if best.is_none_or(|(bc, bp)| penalty < bp || (penalty == bp && max[c] > max[bc])) {

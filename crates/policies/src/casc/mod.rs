@@ -24,14 +24,16 @@
 //!   rows repeat or the system is ill conditioned) and the boosts end.
 //! - **Secondary measurement** (§4.2.2.2): a thread whose PCMR is unknown (arrived later,
 //!   or beyond the first n + 1) is confined to the designated CPU, so unknown threads
-//!   never co-run; each segment in which it runs with threads of known PCMR gives
+//!   never co-run (and boosted there, so that they take turns on it promptly: one
+//!   unknown thread at a time displaces one known thread); each segment in which it runs
+//!   with threads of known PCMR gives
 //!   x = k·rate − Σ known (Formula 2), weighted by duration until `min_runlength_ms`.
 //! - **Bucketization** (§4.3.1) after the initial measurement, after a secondary
 //!   measurement whose PCMR exceeds all known ones or fits no CPU, and when threads exit.
 //! - **Re-measurement on phase change** (§4.2.1 leaves it as future work). By default
 //!   each thread's own miss rate is watched: the first `drift_window_ms` of co-run time
-//!   after its measurement sets a reference, and a later window that moves away from it
-//!   by more than `drift_threshold` (relative) sends the thread back to a secondary
+//!   after its measurement sets a reference, and two consecutive later windows that move
+//!   away from it by more than `drift_threshold` (relative) send the thread back to a secondary
 //!   measurement — all threads of the domain to a new initial measurement when most
 //!   drift at once. `drift_detector = "group"` is the paper's suggestion instead: the
 //!   observed group rate against the mean of the members' PCMRs (the first window sets
@@ -151,8 +153,8 @@ pub struct CascConfig {
     /// Relative change that triggers re-measurement (default 0.6; 0 disables
     /// re-measurement).
     pub drift_threshold: f64,
-    /// Length of the windows the prediction error is averaged over, ms of co-run time
-    /// (default 20).
+    /// Length of the windows the miss rate (or prediction error) is averaged over, ms of
+    /// co-run time (default 40).
     pub drift_window_ms: f64,
 }
 
@@ -175,7 +177,7 @@ impl Default for CascConfig {
             warm_ms: 1.0,
             drift_detector: DriftDetector::Thread,
             drift_threshold: 0.6,
-            drift_window_ms: 20.0,
+            drift_window_ms: 40.0,
         }
     }
 }
@@ -231,9 +233,22 @@ enum Stage {
 struct Drift {
     window: Weighted,
     reference: Option<f64>,
+    /// Consecutive windows beyond the threshold.
+    strikes: u32,
 }
 
 impl Drift {
+    /// Counts a window's change against `threshold`; true on the second consecutive
+    /// window beyond it (one window can be an unlucky mix of co-runners).
+    fn strike(&mut self, err: f64, threshold: f64) -> bool {
+        self.strikes = if err.abs() > threshold {
+            self.strikes + 1
+        } else {
+            0
+        };
+        self.strikes >= 2
+    }
+
     /// Adds `x` (weight `w`); when a window of `len` closes, returns its mean minus the
     /// reference (the first window becomes the reference).
     fn observe(&mut self, x: f64, w: f64, len: f64) -> Option<f64> {
@@ -481,7 +496,7 @@ impl Casc {
                         }
                     }
                     (Some(_), None) => (whole.clone(), None, false),
-                    (None, _) => (Some(designated.clone()), measure_slice, false),
+                    (None, _) => (Some(designated.clone()), measure_slice, true),
                 },
             };
             let st = self
@@ -820,7 +835,10 @@ impl Policy for Casc {
                                     .observe(rel, w, self.config.drift_window_ms)
                             {
                                 self.stats.max_drift = self.stats.max_drift.max(err.abs());
-                                if err.abs() > self.config.drift_threshold {
+                                if self.domains[d]
+                                    .drift
+                                    .strike(err, self.config.drift_threshold)
+                                {
                                     self.remeasure(ctx, d);
                                 }
                             }
@@ -839,7 +857,7 @@ impl Policy for Casc {
                                         .observe_relative(own, w, self.config.drift_window_ms)
                                 {
                                     self.stats.max_drift = self.stats.max_drift.max(err.abs());
-                                    if err.abs() > self.config.drift_threshold {
+                                    if st.drift.strike(err, self.config.drift_threshold) {
                                         drifted.push(m.thread);
                                     }
                                 }
