@@ -4,8 +4,8 @@
 //! `reproduce casc` — Figures 5, 6 and 7 of the CASC paper: niagara-2c with L2 sizes
 //! 48–768 KB (and 1.5 MB for the baseline's side of the "cache illusion"); 18 threads,
 //! 6 art-like, 6 twolf-like, 6 Berkeley-DB-like, arriving interleaved; the Solaris-TS-like
-//! baseline against CASC as published (secondary measurement by Formula 2) and CASC with
-//! calibrated secondary measurements; each measured after a warm-up long enough for
+//! baseline against CASC as published (secondary measurement by Formula 2), CASC with
+//! calibrated secondary measurements and CASC with strict bucketization; each measured after a warm-up long enough for
 //! every PCMR to be known (checked and reported).
 
 use crate::experiment::{metric, run_scenario, Job, Scenario, Sweep, Variant};
@@ -90,6 +90,15 @@ fn casc_scenario(a: &CascArgs) -> Scenario {
             Variant {
                 label: "casc-calibrated".into(),
                 policies: vec![PolicySpec::Casc(calibrated)],
+                baseline: None,
+                affinity_oblivious: None,
+            },
+            Variant {
+                label: "casc-strict".into(),
+                policies: vec![PolicySpec::Casc(CascConfig {
+                    literal_bucketization: false,
+                    ..Default::default()
+                })],
                 baseline: None,
                 affinity_oblivious: None,
             },
@@ -193,7 +202,8 @@ fn casc(a: CascArgs) -> Result<i32> {
          not measured (CASC's measurements must finish within them: see \"steady\"). Seeds {:?}; \
          means over seeds. `casc` is the paper's algorithm (Formula 2 secondary measurements); \
          `casc-calibrated` estimates secondary PCMRs from the thread's own rate calibrated by its \
-         co-runners (beyond the paper).\n",
+         co-runners, `casc-strict` refuses bucket decrements that would leave a CPU unable to run \
+         m threads (both beyond the paper).\n",
         a.duration_ms, a.warmup_ms, a.seeds
     )?;
     writeln!(

@@ -61,6 +61,10 @@ impl Nanos {
     pub const fn from_ms(ms: u64) -> Nanos {
         Nanos(ms * 1_000_000)
     }
+    /// From (fractional) milliseconds, rounded; negative and NaN give zero.
+    pub fn from_ms_f64(ms: f64) -> Nanos {
+        Nanos((ms * 1e6).round().max(0.0) as u64)
+    }
     /// From seconds.
     pub const fn from_secs(s: u64) -> Nanos {
         Nanos(s * 1_000_000_000)
