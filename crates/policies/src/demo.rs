@@ -51,7 +51,7 @@ impl Demo {
 }
 
 fn ms(v: f64) -> Nanos {
-    Nanos((v * 1e6).round().max(0.0) as u64)
+    Nanos::from_ms_f64(v)
 }
 
 impl Policy for Demo {

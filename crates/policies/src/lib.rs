@@ -3,12 +3,14 @@
 //! Every policy implements [`cachesched_core::Policy`] and is pure logic: the same value
 //! runs in the simulator and in the Linux daemon.
 
+pub mod affinity;
 pub mod casc;
 pub mod chain;
 pub mod demo;
 pub mod registry;
 pub mod timeslice;
 
+pub use affinity::{Affinity, AffinityConfig};
 pub use casc::{Casc, CascConfig};
 pub use chain::Chain;
 pub use demo::Demo;

@@ -1,6 +1,7 @@
 //! Building policies from configuration: a [`PolicySpec`] is the serde form used in
 //! scenario files, and `name:key=value,…` is its command-line form.
 
+use crate::affinity::{Affinity, AffinityConfig};
 use crate::casc::{Casc, CascConfig};
 use crate::demo::{Demo, DemoConfig};
 use crate::timeslice::{Timeslice, TimesliceConfig};
@@ -9,12 +10,14 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Names accepted by [`PolicySpec::parse`].
-pub const POLICY_NAMES: &[&str] = &["casc", "demo", "timeslice"];
+pub const POLICY_NAMES: &[&str] = &["affinity", "casc", "demo", "timeslice"];
 
 /// A policy and its configuration, e.g. `{ name = "demo", slice_ms = 10 }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "kebab-case")]
 pub enum PolicySpec {
+    /// Cache affinity: home LLC domains or cores ([`Affinity`]).
+    Affinity(AffinityConfig),
     /// CASC co-scheduling by partial-cache miss rates ([`Casc`]).
     Casc(CascConfig),
     /// The demonstration policy ([`Demo`]).
@@ -72,6 +75,7 @@ impl PolicySpec {
     /// Checks the parameters' ranges (scenario files are checked when loaded).
     pub fn validate(&self) -> Result<(), PolicyError> {
         let r = match self {
+            PolicySpec::Affinity(c) => c.validate(),
             PolicySpec::Casc(c) => c.validate(),
             PolicySpec::Demo(_) | PolicySpec::Timeslice(_) => Ok(()),
         };
@@ -84,6 +88,7 @@ impl PolicySpec {
     /// The policy's name.
     pub fn name(&self) -> &'static str {
         match self {
+            PolicySpec::Affinity(_) => "affinity",
             PolicySpec::Casc(_) => "casc",
             PolicySpec::Demo(_) => "demo",
             PolicySpec::Timeslice(_) => "timeslice",
@@ -94,6 +99,7 @@ impl PolicySpec {
 /// Builds the policy described by `spec`.
 pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
     match spec {
+        PolicySpec::Affinity(c) => Box::new(Affinity::new(c.clone())),
         PolicySpec::Casc(c) => Box::new(Casc::new(c.clone())),
         PolicySpec::Demo(c) => Box::new(Demo::new(c.clone())),
         PolicySpec::Timeslice(c) => Box::new(Timeslice::new(c.clone())),
