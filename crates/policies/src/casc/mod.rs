@@ -755,127 +755,124 @@ impl Policy for Casc {
             }
             return;
         }
-        match self.domains[d].stage {
-            Stage::Idle | Stage::Initial { .. } => {}
-            Stage::Running => {
-                let unknown: Vec<ThreadId> = seg
-                    .members
-                    .iter()
-                    .map(|m| m.thread)
-                    .filter(|t| self.threads[t].pcmr.is_none())
-                    .collect();
-                let known_sum: f64 = seg
-                    .members
-                    .iter()
-                    .filter_map(|m| self.threads[&m.thread].pcmr)
-                    .sum();
-                let k = seg.members.len() as f64;
-                let estimate = match (&unknown[..], self.config.secondary) {
-                    // Formula 2: k · rate = Σ known + x
-                    ([_], Secondary::Formula2) => Some(k * rate - known_sum),
-                    ([u], Secondary::Calibrated) => {
-                        let own = |t: ThreadId| {
-                            let m = seg.members.iter().find(|m| m.thread == t)?;
-                            self.config.miss_rate.of(&m.delta)
-                        };
-                        let actual: Option<f64> = seg
-                            .members
-                            .iter()
-                            .filter(|m| m.thread != *u)
-                            .map(|m| own(m.thread))
-                            .sum();
-                        match (own(*u), actual) {
-                            (Some(x), Some(a)) if a > 0.0 => Some(x * known_sum / a),
-                            _ => None,
-                        }
-                    }
-                    _ => None,
+        if self.domains[d].stage != Stage::Running {
+            return;
+        }
+        let unknown: Vec<ThreadId> = seg
+            .members
+            .iter()
+            .map(|m| m.thread)
+            .filter(|t| self.threads[t].pcmr.is_none())
+            .collect();
+        let known_sum: f64 = seg
+            .members
+            .iter()
+            .filter_map(|m| self.threads[&m.thread].pcmr)
+            .sum();
+        let k = seg.members.len() as f64;
+        let estimate = match (&unknown[..], self.config.secondary) {
+            // Formula 2: k · rate = Σ known + x
+            ([_], Secondary::Formula2) => Some(k * rate - known_sum),
+            ([u], Secondary::Calibrated) => {
+                let own = |t: ThreadId| {
+                    let m = seg.members.iter().find(|m| m.thread == t)?;
+                    self.config.miss_rate.of(&m.delta)
                 };
-                if let (Some(x), [u]) = (estimate, &unknown[..]) {
-                    let u = *u;
-                    let st = self.threads.get_mut(&u).expect("member is tracked");
-                    st.secondary.add(x, w);
-                    if st.secondary.weight() >= need {
-                        let x = st.secondary.mean().unwrap_or(0.0).max(0.0);
-                        st.pcmr = Some(x);
-                        st.secondary = Weighted::default();
-                        st.drift = Drift::default();
-                        self.history.insert(u, x);
-                        self.stats.secondary_measurements += 1;
-                        let fits = self.domains[d]
-                            .buckets
-                            .as_ref()
-                            .is_some_and(|b| b.max_pcmr.iter().any(|&m| x < m));
-                        let largest = self.domains[d]
-                            .threads
-                            .iter()
-                            .filter(|&&t| t != u)
-                            .filter_map(|t| self.threads[t].pcmr)
-                            .fold(f64::NEG_INFINITY, f64::max);
-                        let last_unknown = self.domains[d]
-                            .threads
-                            .iter()
-                            .all(|t| self.threads[t].pcmr.is_some());
-                        // the paper's triggers, and once the last unknown PCMR is in
-                        // (the first buckets saw only the initial n + 1 threads)
-                        if !fits || x > largest || last_unknown {
-                            self.rebucketize(d);
+                let actual: Option<f64> = seg
+                    .members
+                    .iter()
+                    .filter(|m| m.thread != *u)
+                    .map(|m| own(m.thread))
+                    .sum();
+                match (own(*u), actual) {
+                    (Some(x), Some(a)) if a > 0.0 => Some(x * known_sum / a),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let (Some(x), [u]) = (estimate, &unknown[..]) {
+            let u = *u;
+            let st = self.threads.get_mut(&u).expect("member is tracked");
+            st.secondary.add(x, w);
+            if st.secondary.weight() >= need {
+                let x = st.secondary.mean().unwrap_or(0.0).max(0.0);
+                st.pcmr = Some(x);
+                st.secondary = Weighted::default();
+                st.drift = Drift::default();
+                self.history.insert(u, x);
+                self.stats.secondary_measurements += 1;
+                let fits = self.domains[d]
+                    .buckets
+                    .as_ref()
+                    .is_some_and(|b| b.max_pcmr.iter().any(|&m| x < m));
+                let largest = self.domains[d]
+                    .threads
+                    .iter()
+                    .filter(|&&t| t != u)
+                    .filter_map(|t| self.threads[t].pcmr)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let last_unknown = self.domains[d]
+                    .threads
+                    .iter()
+                    .all(|t| self.threads[t].pcmr.is_some());
+                // the paper's triggers, and once the last unknown PCMR is in
+                // (the first buckets saw only the initial n + 1 threads)
+                if !fits || x > largest || last_unknown {
+                    self.rebucketize(d);
+                }
+                self.apply(ctx, d);
+            }
+        }
+        if self.config.drift_threshold > 0.0 {
+            match self.config.drift_detector {
+                DriftDetector::Group if unknown.is_empty() && seg.members.len() == n => {
+                    let pred = known_sum / k;
+                    let rel = (rate - pred) / pred.max(1.0);
+                    if let Some(err) =
+                        self.domains[d]
+                            .drift
+                            .observe(rel, w, self.config.drift_window_ms)
+                    {
+                        self.stats.max_drift = self.stats.max_drift.max(err.abs());
+                        if self.domains[d]
+                            .drift
+                            .strike(err, self.config.drift_threshold)
+                        {
+                            self.remeasure(ctx, d);
                         }
-                        self.apply(ctx, d);
                     }
                 }
-                if self.config.drift_threshold > 0.0 {
-                    match self.config.drift_detector {
-                        DriftDetector::Group if unknown.is_empty() && seg.members.len() == n => {
-                            let pred = known_sum / k;
-                            let rel = (rate - pred) / pred.max(1.0);
-                            if let Some(err) =
-                                self.domains[d]
-                                    .drift
-                                    .observe(rel, w, self.config.drift_window_ms)
-                            {
-                                self.stats.max_drift = self.stats.max_drift.max(err.abs());
-                                if self.domains[d]
-                                    .drift
-                                    .strike(err, self.config.drift_threshold)
-                                {
-                                    self.remeasure(ctx, d);
-                                }
+                DriftDetector::Group => {}
+                DriftDetector::Thread => {
+                    let mut drifted = Vec::new();
+                    for m in seg.members.iter().filter(|m| !unknown.contains(&m.thread)) {
+                        let Some(own) = self.config.miss_rate.of(&m.delta) else {
+                            continue;
+                        };
+                        let st = self.threads.get_mut(&m.thread).expect("member is tracked");
+                        if let Some(err) =
+                            st.drift
+                                .observe_relative(own, w, self.config.drift_window_ms)
+                        {
+                            self.stats.max_drift = self.stats.max_drift.max(err.abs());
+                            if st.drift.strike(err, self.config.drift_threshold) {
+                                drifted.push(m.thread);
                             }
                         }
-                        DriftDetector::Group => {}
-                        DriftDetector::Thread => {
-                            let mut drifted = Vec::new();
-                            for m in seg.members.iter().filter(|m| !unknown.contains(&m.thread)) {
-                                let Some(own) = self.config.miss_rate.of(&m.delta) else {
-                                    continue;
-                                };
-                                let st =
-                                    self.threads.get_mut(&m.thread).expect("member is tracked");
-                                if let Some(err) =
-                                    st.drift
-                                        .observe_relative(own, w, self.config.drift_window_ms)
-                                {
-                                    self.stats.max_drift = self.stats.max_drift.max(err.abs());
-                                    if st.drift.strike(err, self.config.drift_threshold) {
-                                        drifted.push(m.thread);
-                                    }
-                                }
-                            }
-                            if drifted.len() * 2 > self.domains[d].threads.len() {
-                                self.remeasure(ctx, d);
-                            } else if !drifted.is_empty() {
-                                // measure just these again, one by one on the designated CPU
-                                self.stats.remeasurements += 1;
-                                for t in drifted {
-                                    let st = self.threads.get_mut(&t).expect("member is tracked");
-                                    st.pcmr = None;
-                                    st.secondary = Weighted::default();
-                                    st.drift = Drift::default();
-                                }
-                                self.apply(ctx, d);
-                            }
+                    }
+                    if drifted.len() * 2 > self.domains[d].threads.len() {
+                        self.remeasure(ctx, d);
+                    } else if !drifted.is_empty() {
+                        // measure just these again, one by one on the designated CPU
+                        self.stats.remeasurements += 1;
+                        for t in drifted {
+                            let st = self.threads.get_mut(&t).expect("member is tracked");
+                            st.pcmr = None;
+                            st.secondary = Weighted::default();
+                            st.drift = Drift::default();
                         }
+                        self.apply(ctx, d);
                     }
                 }
             }
