@@ -1,9 +1,11 @@
 //! The Linux backend: the only crate of cachesched that talks to the kernel.
 //!
-//! This module set currently provides the host topology read from sysfs; enforcement
-//! (perf_event_open, sched_setaffinity, sched_setattr, setpriority) builds on it.
+//! It provides the host topology read from sysfs and per-thread scheduling controls
+//! (sched_setaffinity, sched_setattr slices, setpriority) behind a journal that restores
+//! them; counters (perf_event_open) and the daemon loop are still to come.
 
 pub mod mmap;
+pub mod sched;
 pub mod sysfs;
 
 pub use mmap::Mapped;

@@ -1,0 +1,359 @@
+//! Per-thread scheduling controls — CPU affinity (`sched_setaffinity`), the fair-class
+//! slice (`sched_setattr`'s `sched_runtime`, honoured for SCHED_OTHER since Linux 6.12)
+//! and the nice value (`setpriority` on a thread id) — and a [`Journal`] that records
+//! each thread's original settings before the first change and puts them back.
+//!
+//! A thread that exits between two calls is normal for a daemon watching other
+//! processes: it shows up as [`SchedError::Gone`], and restoring skips it.
+
+use std::collections::BTreeMap;
+use std::io;
+use thiserror::Error;
+
+/// A kernel thread id (the `pid` of a single-threaded process).
+pub type Tid = i32;
+
+/// Why a scheduling call failed.
+#[derive(Debug, Error)]
+pub enum SchedError {
+    /// The thread no longer exists.
+    #[error("thread {tid} is gone")]
+    Gone {
+        /// The thread.
+        tid: Tid,
+    },
+    /// The kernel refused the call.
+    #[error("{call} on thread {tid} failed: {source} (permission errors need root or CAP_SYS_NICE; see also /proc/sys/kernel/sched_* and the thread's scheduling class)")]
+    Os {
+        /// The system call.
+        call: &'static str,
+        /// The thread.
+        tid: Tid,
+        /// The error.
+        source: io::Error,
+    },
+    /// The thread is not in a fair class (SCHED_OTHER/BATCH/IDLE); real-time threads are
+    /// never touched.
+    #[error("thread {tid} runs in scheduling policy {policy}, not a fair class; left alone")]
+    NotFair {
+        /// The thread.
+        tid: Tid,
+        /// Its policy number.
+        policy: u32,
+    },
+}
+
+fn os(call: &'static str, tid: Tid) -> SchedError {
+    let source = io::Error::last_os_error();
+    if source.raw_os_error() == Some(libc::ESRCH) {
+        SchedError::Gone { tid }
+    } else {
+        SchedError::Os { call, tid, source }
+    }
+}
+
+/// The CPUs `tid` may run on.
+pub fn affinity(tid: Tid) -> Result<Vec<usize>, SchedError> {
+    // SAFETY: cpu_set_t is plain data; the kernel writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let r =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return Err(os("sched_getaffinity", tid));
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// Restricts `tid` to `cpus`.
+pub fn set_affinity(tid: Tid, cpus: &[usize]) -> Result<(), SchedError> {
+    // SAFETY: as above; CPU_SET only writes within the set for indices < CPU_SETSIZE.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(os("sched_setaffinity", tid));
+    }
+    Ok(())
+}
+
+/// `struct sched_attr` (SCHED_ATTR_SIZE_VER1, 56 bytes).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+struct RawAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+    util_min: u32,
+    util_max: u32,
+}
+
+/// What `sched_getattr` reports about a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    /// Scheduling policy (0 = SCHED_OTHER, 3 = BATCH, 5 = IDLE; others are real time).
+    pub policy: u32,
+    /// Nice value.
+    pub nice: i32,
+    /// Requested slice in ns for fair threads (0: the kernel's default).
+    pub slice_ns: u64,
+}
+
+fn get_raw(tid: Tid) -> Result<RawAttr, SchedError> {
+    let mut a = RawAttr::default();
+    let size = std::mem::size_of::<RawAttr>() as u32;
+    // SAFETY: the kernel writes at most `size` bytes into `a`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut a as *mut RawAttr,
+            size,
+            0u32,
+        )
+    };
+    if r != 0 {
+        return Err(os("sched_getattr", tid));
+    }
+    Ok(a)
+}
+
+/// The thread's scheduling attributes.
+pub fn attr(tid: Tid) -> Result<Attr, SchedError> {
+    let a = get_raw(tid)?;
+    Ok(Attr {
+        policy: a.policy,
+        nice: a.nice,
+        slice_ns: a.runtime,
+    })
+}
+
+fn is_fair(policy: u32) -> bool {
+    matches!(
+        policy as i32,
+        libc::SCHED_OTHER | libc::SCHED_BATCH | libc::SCHED_IDLE
+    )
+}
+
+/// Sets the fair-class slice of `tid` (`None`: the kernel's default), keeping its policy
+/// and nice value. Kernels before 6.12 accept and ignore it (see
+/// [`kernel_honours_slices`]).
+pub fn set_slice(tid: Tid, slice_ns: Option<u64>) -> Result<(), SchedError> {
+    let mut a = get_raw(tid)?;
+    if !is_fair(a.policy) {
+        return Err(SchedError::NotFair {
+            tid,
+            policy: a.policy,
+        });
+    }
+    a.size = std::mem::size_of::<RawAttr>() as u32;
+    a.flags = 0;
+    a.runtime = slice_ns.unwrap_or(0);
+    a.deadline = 0;
+    a.period = 0;
+    // SAFETY: `a` is a valid, fully initialised sched_attr of the declared size.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &a as *const RawAttr, 0u32) };
+    if r != 0 {
+        return Err(os("sched_setattr", tid));
+    }
+    Ok(())
+}
+
+/// The nice value of thread `tid`.
+pub fn nice(tid: Tid) -> Result<i32, SchedError> {
+    // getpriority returns -1 both as a value and as an error: errno tells them apart
+    unsafe { *libc::__errno_location() = 0 };
+    let v = unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) };
+    if v == -1 && io::Error::last_os_error().raw_os_error().unwrap_or(0) != 0 {
+        return Err(os("getpriority", tid));
+    }
+    Ok(v)
+}
+
+/// Sets the nice value of thread `tid` (Linux applies PRIO_PROCESS to one thread).
+pub fn set_nice(tid: Tid, value: i32) -> Result<(), SchedError> {
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, value) };
+    if r != 0 {
+        return Err(os("setpriority", tid));
+    }
+    Ok(())
+}
+
+/// Whether this kernel honours per-task fair slices (Linux ≥ 6.12); `None` if the
+/// release string cannot be read.
+pub fn kernel_honours_slices() -> Option<bool> {
+    let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let mut it = rel.trim().split(|c: char| !c.is_ascii_digit());
+    let major: u32 = it.next()?.parse().ok()?;
+    let minor: u32 = it.next()?.parse().ok()?;
+    Some((major, minor) >= (6, 12))
+}
+
+/// A thread's settings before cachesched first changed them.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Original {
+    affinity: Option<Vec<usize>>,
+    slice_ns: Option<u64>,
+    nice: Option<i32>,
+}
+
+/// What [`Journal::restore_all`] did.
+#[derive(Debug, Default)]
+pub struct RestoreReport {
+    /// Threads whose settings were put back.
+    pub restored: usize,
+    /// Threads that had exited (nothing to restore).
+    pub gone: usize,
+    /// Failures, per thread.
+    pub failed: Vec<(Tid, SchedError)>,
+}
+
+/// Every change made to threads, with the original values to restore. Changes go
+/// through the journal so that nothing is changed without being recorded first.
+#[derive(Debug, Default)]
+pub struct Journal {
+    orig: BTreeMap<Tid, Original>,
+}
+
+impl Journal {
+    /// An empty journal.
+    pub fn new() -> Journal {
+        Journal::default()
+    }
+
+    /// Threads with recorded changes.
+    pub fn threads(&self) -> Vec<Tid> {
+        self.orig.keys().copied().collect()
+    }
+
+    /// Restricts `tid` to `cpus`, recording its original affinity first.
+    pub fn set_affinity(&mut self, tid: Tid, cpus: &[usize]) -> Result<(), SchedError> {
+        if self.orig.get(&tid).is_none_or(|o| o.affinity.is_none()) {
+            let a = affinity(tid)?;
+            self.orig.entry(tid).or_default().affinity = Some(a);
+        }
+        set_affinity(tid, cpus)
+    }
+
+    /// Sets `tid`'s slice, recording its original first.
+    pub fn set_slice(&mut self, tid: Tid, slice_ns: Option<u64>) -> Result<(), SchedError> {
+        if self.orig.get(&tid).is_none_or(|o| o.slice_ns.is_none()) {
+            let a = attr(tid)?;
+            self.orig.entry(tid).or_default().slice_ns = Some(a.slice_ns);
+        }
+        set_slice(tid, slice_ns)
+    }
+
+    /// Sets `tid`'s nice value, recording its original first.
+    pub fn set_nice(&mut self, tid: Tid, value: i32) -> Result<(), SchedError> {
+        if self.orig.get(&tid).is_none_or(|o| o.nice.is_none()) {
+            let n = nice(tid)?;
+            self.orig.entry(tid).or_default().nice = Some(n);
+        }
+        set_nice(tid, value)
+    }
+
+    /// Forgets a thread that exited.
+    pub fn forget(&mut self, tid: Tid) {
+        self.orig.remove(&tid);
+    }
+
+    /// Puts every recorded setting back (nice first, so that a restored slice is set at
+    /// the original priority) and empties the journal.
+    pub fn restore_all(&mut self) -> RestoreReport {
+        let mut rep = RestoreReport::default();
+        for (tid, o) in std::mem::take(&mut self.orig) {
+            let mut res = Ok(());
+            if let Some(n) = o.nice {
+                res = res.and(set_nice(tid, n));
+            }
+            if let Some(s) = o.slice_ns {
+                res = res.and_then(|_| set_slice(tid, (s > 0).then_some(s)));
+            }
+            if let Some(a) = &o.affinity {
+                res = res.and_then(|_| set_affinity(tid, a));
+            }
+            match res {
+                Ok(()) => rep.restored += 1,
+                Err(SchedError::Gone { .. }) => rep.gone += 1,
+                Err(e) => rep.failed.push((tid, e)),
+            }
+        }
+        rep
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Child, Command};
+
+    fn child() -> (Child, Tid) {
+        let c = Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let tid = c.id() as Tid;
+        (c, tid)
+    }
+
+    #[test]
+    fn journal_changes_and_restores_a_real_process() {
+        let (mut c, tid) = child();
+        let before_aff = affinity(tid).unwrap();
+        let before = attr(tid).unwrap();
+        let before_nice = nice(tid).unwrap();
+        let mut j = Journal::new();
+        j.set_affinity(tid, &[0]).unwrap();
+        assert_eq!(affinity(tid).unwrap(), vec![0]);
+        j.set_nice(tid, before_nice + 3).unwrap();
+        assert_eq!(nice(tid).unwrap(), before_nice + 3);
+        j.set_slice(tid, Some(8_000_000)).unwrap();
+        let during = attr(tid).unwrap();
+        assert_eq!(
+            during.nice,
+            before_nice + 3,
+            "the slice keeps the nice value"
+        );
+        if kernel_honours_slices() == Some(true) {
+            assert_eq!(during.slice_ns, 8_000_000);
+        }
+        // a second change keeps the first original
+        j.set_affinity(tid, &[0]).unwrap();
+        let rep = j.restore_all();
+        assert_eq!((rep.restored, rep.gone), (1, 0), "{:?}", rep.failed);
+        assert_eq!(affinity(tid).unwrap(), before_aff);
+        assert_eq!(nice(tid).unwrap(), before_nice);
+        let after = attr(tid).unwrap();
+        assert_eq!((after.policy, after.nice), (before.policy, before.nice));
+        if kernel_honours_slices() == Some(true) {
+            assert_eq!(after.slice_ns, before.slice_ns);
+        }
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    #[test]
+    fn a_vanished_thread_is_gone_not_an_error() {
+        let (mut c, tid) = child();
+        let mut j = Journal::new();
+        j.set_affinity(tid, &[0]).unwrap();
+        c.kill().unwrap();
+        c.wait().unwrap();
+        assert!(matches!(
+            set_affinity(tid, &[0]),
+            Err(SchedError::Gone { .. })
+        ));
+        assert!(matches!(nice(tid), Err(SchedError::Gone { .. })));
+        let rep = j.restore_all();
+        assert_eq!((rep.restored, rep.gone, rep.failed.len()), (0, 1, 0));
+    }
+}
