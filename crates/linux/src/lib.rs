@@ -5,6 +5,7 @@
 //! them; counters (perf_event_open) and the daemon loop are still to come.
 
 pub mod mmap;
+pub mod perf;
 pub mod sched;
 pub mod sysfs;
 
