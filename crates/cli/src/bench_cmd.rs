@@ -161,11 +161,7 @@ fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
         // the same accesses again, stored for the cache model
         let mut t = LocalityThread::new(model, 0, 0, SimRng::new(1));
         let mut ops = Vec::with_capacity(a.accesses);
-        while ops.len() < a.accesses {
-            if let Op::Access { addr, write, .. } = t.next_op() {
-                ops.push((addr, write));
-            }
-        }
+        t.feed_accesses(a.accesses as u64, |addr, write| ops.push((addr, write)));
         let mut mem = MemorySystem::new(&m, &topo)?;
         let mut ctr = Counters::default();
         let t1 = Instant::now();

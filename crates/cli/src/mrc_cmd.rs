@@ -8,7 +8,7 @@ use cachesched_core::SimRng;
 use cachesched_sim::mrc::{curve_sizes, Shards, StackDistances};
 use cachesched_sim::replay::{LackeyReader, TraceEvent};
 use cachesched_sim::trace::{TraceReader, MAGIC};
-use cachesched_sim::workload::{profile, LocalityThread, Op, Workload};
+use cachesched_sim::workload::{profile, LocalityThread};
 use clap::Args;
 use serde::Serialize;
 use std::io::{BufRead, BufReader};
@@ -84,17 +84,7 @@ pub fn run(a: MrcArgs) -> Result<()> {
     let source = match (&a.profile, &a.trace) {
         (Some(p), None) => {
             let mut t = LocalityThread::new(profile(p)?, 0, 0, SimRng::new(a.seed).fork(1000));
-            let mut n = 0;
-            while n < a.accesses {
-                match t.next_op() {
-                    Op::Access { addr, .. } => {
-                        feed(addr);
-                        n += 1;
-                    }
-                    Op::Sleep(_) => {}
-                    Op::Exit => break,
-                }
-            }
+            t.feed_accesses(a.accesses, |addr, _| feed(addr));
             format!("profile {p}")
         }
         (None, Some(path)) => {

@@ -273,23 +273,20 @@ pub fn model_curve(
     warm: u64,
     n: u64,
 ) -> StackDistances {
-    use crate::workload::{LocalityThread, Op, Workload};
-    let mut t = LocalityThread::new(model.clone(), 0, 0, cachesched_core::SimRng::new(seed));
+    let mut t = crate::workload::LocalityThread::new(
+        model.clone(),
+        0,
+        0,
+        cachesched_core::SimRng::new(seed),
+    );
     let mut sd = StackDistances::new();
-    let mut k = 0;
-    while k < warm + n {
-        if k == warm {
-            sd.reset_counts();
-        }
-        match t.next_op() {
-            Op::Access { addr, .. } => {
-                sd.access(addr >> 6);
-                k += 1;
-            }
-            Op::Exit => break,
-            Op::Sleep(_) => {}
-        }
-    }
+    t.feed_accesses(warm, |addr, _| {
+        sd.access(addr >> 6);
+    });
+    sd.reset_counts();
+    t.feed_accesses(n, |addr, _| {
+        sd.access(addr >> 6);
+    });
     sd
 }
 

@@ -644,6 +644,23 @@ impl LocalityThread {
         }
     }
 
+    /// Feeds the thread's next `n` data accesses (address, store) to `f`, skipping
+    /// sleeps; stops early if the thread exits. Returns how many were fed.
+    pub fn feed_accesses(&mut self, n: u64, mut f: impl FnMut(u64, bool)) -> u64 {
+        let mut fed = 0;
+        while fed < n {
+            match self.next_op() {
+                Op::Access { addr, write, .. } => {
+                    f(addr, write);
+                    fed += 1;
+                }
+                Op::Sleep(_) => {}
+                Op::Exit => break,
+            }
+        }
+        fed
+    }
+
     #[inline]
     fn gap(&mut self) -> u32 {
         // geometric number of failures before success, mean = gap_mean, by inversion
@@ -890,15 +907,7 @@ mod tests {
             ..profile("compute").unwrap()
         };
         m.validate().unwrap();
-        let mut t = LocalityThread::new(m, 0, 0, SimRng::new(4));
-        let mut sd = crate::mrc::StackDistances::new();
-        let mut n = 0;
-        while n < 300_000 {
-            if let Op::Access { addr, .. } = t.next_op() {
-                sd.access(addr >> 6);
-                n += 1;
-            }
-        }
+        let sd = crate::mrc::model_curve(&m, 4, 0, 300_000);
         let q = 1.0 - 1.0 / (mean + 1.0);
         let cold = sd.cold as f64 / sd.accesses as f64;
         for c in [50u64, 200, 600] {
