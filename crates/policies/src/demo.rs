@@ -50,10 +50,6 @@ impl Demo {
     }
 }
 
-fn ms(v: f64) -> Nanos {
-    Nanos::from_ms_f64(v)
-}
-
 impl Policy for Demo {
     fn name(&self) -> &str {
         "demo"
@@ -64,7 +60,7 @@ impl Policy for Demo {
     }
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
-        ctx.set_tick_period(Some(ms(self.config.tick_ms)));
+        ctx.set_tick_period(Some(Nanos::from_ms_f64(self.config.tick_ms)));
     }
 
     fn thread_started(&mut self, ctx: &mut Ctx<'_>, thread: ThreadId) {
@@ -75,7 +71,7 @@ impl Policy for Demo {
             ctx.set_mask(thread, Some(Cpumask::from_cpus([cpu])));
         }
         if let Some(s) = self.config.slice_ms {
-            ctx.set_slice(thread, Some(ms(s)));
+            ctx.set_slice(thread, Some(Nanos::from_ms_f64(s)));
         }
     }
 

@@ -64,10 +64,6 @@ pub struct Timeslice {
     slices: BTreeMap<ThreadId, Option<Nanos>>,
 }
 
-fn ms(v: f64) -> Nanos {
-    Nanos::from_ms_f64(v)
-}
-
 impl Timeslice {
     /// A policy with `config`.
     pub fn new(config: TimesliceConfig) -> Timeslice {
@@ -88,7 +84,7 @@ impl Timeslice {
             let rate = misses as f64 / cpu_ns.max(1) as f64; // misses per ns
             self.config.fill_fraction * llc_lines as f64 / rate / 1e6
         };
-        ms(fill_ms.clamp(self.config.min_ms, self.config.max_ms))
+        Nanos::from_ms_f64(fill_ms.clamp(self.config.min_ms, self.config.max_ms))
     }
 }
 
@@ -109,13 +105,13 @@ impl Policy for Timeslice {
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
         if self.config.mode == Mode::Dynamic {
-            ctx.set_tick_period(Some(ms(self.config.tick_ms)));
+            ctx.set_tick_period(Some(Nanos::from_ms_f64(self.config.tick_ms)));
         }
     }
 
     fn thread_started(&mut self, ctx: &mut Ctx<'_>, thread: ThreadId) {
         if self.config.mode == Mode::Static {
-            let s = Some(ms(self.config.slice_ms));
+            let s = Some(Nanos::from_ms_f64(self.config.slice_ms));
             ctx.set_slice(thread, s);
             self.slices.insert(thread, s);
         } else if let Some(c) = ctx.counters(thread) {
@@ -182,9 +178,18 @@ mod tests {
             Nanos(13_107_200)
         );
         // a streaming thread would fill it in 0.13 ms: the shortest slice
-        assert_eq!(p.dynamic_slice(1_000_000, 1_000_000, 262_144), ms(4.0));
+        assert_eq!(
+            p.dynamic_slice(1_000_000, 1_000_000, 262_144),
+            Nanos::from_ms_f64(4.0)
+        );
         // a thread that rarely misses gets the longest
-        assert_eq!(p.dynamic_slice(10, 1_000_000, 262_144), ms(100.0));
-        assert_eq!(p.dynamic_slice(0, 1_000_000, 262_144), ms(100.0));
+        assert_eq!(
+            p.dynamic_slice(10, 1_000_000, 262_144),
+            Nanos::from_ms_f64(100.0)
+        );
+        assert_eq!(
+            p.dynamic_slice(0, 1_000_000, 262_144),
+            Nanos::from_ms_f64(100.0)
+        );
     }
 }

@@ -348,10 +348,6 @@ struct Stats {
     max_drift: f64,
 }
 
-fn ms(v: f64) -> Nanos {
-    Nanos::from_ms_f64(v)
-}
-
 impl Casc {
     /// A policy with `config` (validated by [`CascConfig::validate`] when built from a
     /// specification).
@@ -451,8 +447,8 @@ impl Casc {
     /// Issues the mask, slice and boost every thread of domain `d` should have now.
     fn apply(&mut self, ctx: &mut Ctx<'_>, d: usize) {
         let single = self.domains.len() == 1;
-        let measure_slice =
-            (self.config.measure_slice_ms > 0.0).then(|| ms(self.config.measure_slice_ms));
+        let measure_slice = (self.config.measure_slice_ms > 0.0)
+            .then(|| Nanos::from_ms_f64(self.config.measure_slice_ms));
         let designated = self.designated(d);
         let dom = &self.domains[d];
         let whole = if single { None } else { Some(dom.all.clone()) };
@@ -681,8 +677,8 @@ impl Policy for Casc {
         };
         // start-up delay and cache warm-up after each dispatch, judged on what the
         // members had run before this segment
-        let delay = ms(self.config.startup_delay_ms).0;
-        let warm = ms(self.config.warm_ms).0;
+        let delay = Nanos::from_ms_f64(self.config.startup_delay_ms).0;
+        let warm = Nanos::from_ms_f64(self.config.warm_ms).0;
         let dur = seg.duration();
         let mut eligible = !seg.members.is_empty();
         for m in &seg.members {
@@ -708,7 +704,7 @@ impl Policy for Casc {
                 s.streak = (0, None);
             }
         }
-        if !eligible || dur < ms(self.config.min_interval_ms) {
+        if !eligible || dur < Nanos::from_ms_f64(self.config.min_interval_ms) {
             return;
         }
         let rate = match self.config.group_rate {
