@@ -634,9 +634,7 @@ impl Policy for Casc {
                 ..Default::default()
             },
         );
-        if self.domains[d].stage == Stage::Idle {
-            self.maybe_start(ctx, d);
-        }
+        self.maybe_start(ctx, d);
         self.apply(ctx, d);
     }
 
