@@ -1,11 +1,13 @@
 //! `cachesched`: cache-aware scheduling on a simulated machine or a real Linux host.
 
 mod bench_cmd;
+mod burn_cmd;
 mod experiment;
 mod info_cmd;
 mod mrc_cmd;
 mod replay_cmd;
 mod reproduce;
+mod run_cmd;
 mod simulate_cmd;
 mod svg;
 
@@ -13,7 +15,8 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 /// Cache-aware operating-system scheduling for multicore processors: simulate the
-/// papers' machines and schedulers, run experiments, replay traces.
+/// papers' machines and schedulers, run experiments, replay traces, and run the same
+/// policies on real Linux processes.
 #[derive(Parser, Debug)]
 #[command(name = "cachesched", version, about, long_about = None)]
 struct Cli {
@@ -46,6 +49,26 @@ enum Command {
     /// Record program traces.
     #[command(subcommand)]
     Trace(replay_cmd::TraceCommand),
+    /// Run policies on real Linux threads: a launched command, --pid or --cgroup;
+    /// everything changed is restored at exit.
+    ///
+    /// Manages a command it launches (`-- CMD…`) and its children, existing processes
+    /// (`--pid`) or a cgroup (`--cgroup`).
+    ///
+    /// Every CPU mask, slice and nice value it changes is put back on the threads still
+    /// alive when it ends: when the command exits, on Ctrl-C, SIGTERM or SIGHUP (which it
+    /// passes on to the command it launched), and on an internal error or panic. Only
+    /// SIGKILL leaves changes behind. Stats lines go to stderr; the command keeps stdout.
+    /// Exit code: the command's (128+N if signal N killed it); with --pid or --cgroup, 0
+    /// after a clean stop.
+    ///
+    /// Policies that work without hardware counters: `timeslice` (static 45 ms slices,
+    /// `timeslice:slice_ms=30`), `affinity` (home LLC domain; `affinity:home=core`),
+    /// `demo` (pins round robin; `demo:slice_ms=10,nice=5`). `timeslice:mode=dynamic`
+    /// needs LLC-miss counters and refuses to start without them.
+    Run(run_cmd::RunArgs),
+    /// A CPU-bound load with a known shape, to try `run` on.
+    Burn(burn_cmd::BurnArgs),
     /// Speed benchmarks, reported as ratios against a reference run side by side.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
@@ -64,6 +87,8 @@ fn main() {
         Command::Mrc(a) => mrc_cmd::run(a).map(|_| 0),
         Command::Reproduce(c) => reproduce::run(c),
         Command::Trace(c) => replay_cmd::trace(c).map(|_| 0),
+        Command::Run(a) => run_cmd::run(a),
+        Command::Burn(a) => burn_cmd::run(a).map(|_| 0),
         Command::Bench(c) => bench_cmd::run(c).map(|_| 0),
     };
     match res {

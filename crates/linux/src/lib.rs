@@ -1,13 +1,20 @@
 //! The Linux backend: the only crate of cachesched that talks to the kernel.
 //!
-//! It provides the host topology read from sysfs and per-thread scheduling controls
-//! (sched_setaffinity, sched_setattr slices, setpriority) behind a journal that restores
-//! them; counters (perf_event_open) and the daemon loop are still to come.
+//! It provides the host topology read from sysfs ([`sysfs`]), processes and threads
+//! from `/proc` ([`procfs`]), per-thread counters through `perf_event_open` ([`perf`]),
+//! per-thread scheduling controls (sched_setaffinity, sched_setattr slices, setpriority)
+//! behind a journal that restores them ([`sched`]), and the daemon that runs a policy on
+//! real threads with all of these ([`daemon`]).
 
+pub mod daemon;
 pub mod mmap;
 pub mod perf;
+pub mod process;
+pub mod procfs;
 pub mod sched;
 pub mod sysfs;
+
+pub use daemon::{Daemon, DaemonConfig, DaemonError, StatsRecord, Target};
 
 pub use mmap::Mapped;
 pub use sysfs::{read_host_topology, HostTopology, SysfsError};

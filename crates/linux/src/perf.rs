@@ -88,6 +88,8 @@ struct RawAttr {
 /// `perf_event_open` flag: close the descriptor on exec.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
+/// Bit of `flags`: don't count in the kernel.
+const EXCLUDE_KERNEL: u64 = 1 << 5;
 /// Bit of `flags`: don't count in the hypervisor.
 const EXCLUDE_HV: u64 = 1 << 6;
 
@@ -96,17 +98,31 @@ const EXCLUDE_HV: u64 = 1 << 6;
 pub struct Counter {
     fd: OwnedFd,
     kind: CounterKind,
+    user_only: bool,
 }
 
 impl Counter {
-    /// Opens `kind` on thread `tid` (any CPU), user and kernel counting.
+    /// Opens `kind` on thread `tid` (any CPU), counting in user and kernel mode; where
+    /// `perf_event_paranoid` forbids kernel counting, falls back to user mode only (see
+    /// [`Counter::user_only`]).
     pub fn open(tid: i32, kind: CounterKind) -> Result<Counter, PerfError> {
+        match Self::open_with(tid, kind, EXCLUDE_HV) {
+            Err(PerfError::Denied { .. }) => {
+                let mut c = Self::open_with(tid, kind, EXCLUDE_HV | EXCLUDE_KERNEL)?;
+                c.user_only = true;
+                Ok(c)
+            }
+            r => r,
+        }
+    }
+
+    fn open_with(tid: i32, kind: CounterKind, flags: u64) -> Result<Counter, PerfError> {
         let (t, config) = event_of(kind).ok_or(PerfError::NoMapping(kind))?;
         let attr = RawAttr {
             kind: t,
             size: std::mem::size_of::<RawAttr>() as u32,
             config,
-            flags: EXCLUDE_HV,
+            flags,
             ..Default::default()
         };
         // SAFETY: `attr` is a valid perf_event_attr of the declared size; the call
@@ -140,12 +156,21 @@ impl Counter {
         }
         // SAFETY: fd is a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        Ok(Counter { fd, kind })
+        Ok(Counter {
+            fd,
+            kind,
+            user_only: false,
+        })
     }
 
     /// The counter's kind.
     pub fn kind(&self) -> CounterKind {
         self.kind
+    }
+
+    /// Whether it counts user mode only (kernel counting was not permitted).
+    pub fn user_only(&self) -> bool {
+        self.user_only
     }
 
     /// The count so far.
@@ -169,21 +194,25 @@ impl Counter {
     }
 }
 
-/// Which counters this host provides, trying each on the calling thread.
-pub fn probe() -> Vec<(CounterKind, Result<(), PerfError>)> {
+/// Every counter kind the Linux backend can open.
+pub const KINDS: [CounterKind; 7] = [
+    CounterKind::Instructions,
+    CounterKind::Cycles,
+    CounterKind::LlcRefs,
+    CounterKind::LlcMisses,
+    CounterKind::CpuTimeNs,
+    CounterKind::ContextSwitches,
+    CounterKind::Migrations,
+];
+
+/// Which counters this host provides, trying each on the calling thread (`Ok(true)`:
+/// user-mode counting only).
+pub fn probe() -> Vec<(CounterKind, Result<bool, PerfError>)> {
     let tid = unsafe { libc::gettid() };
-    [
-        CounterKind::Instructions,
-        CounterKind::Cycles,
-        CounterKind::LlcRefs,
-        CounterKind::LlcMisses,
-        CounterKind::CpuTimeNs,
-        CounterKind::ContextSwitches,
-        CounterKind::Migrations,
-    ]
-    .into_iter()
-    .map(|k| (k, Counter::open(tid, k).map(|_| ())))
-    .collect()
+    KINDS
+        .into_iter()
+        .map(|k| (k, Counter::open(tid, k).map(|c| c.user_only())))
+        .collect()
 }
 
 #[cfg(test)]

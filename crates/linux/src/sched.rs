@@ -197,12 +197,35 @@ pub fn kernel_honours_slices() -> Option<bool> {
     Some((major, minor) >= (6, 12))
 }
 
-/// A thread's settings before cachesched first changed them.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Original {
-    affinity: Option<Vec<usize>>,
-    slice_ns: Option<u64>,
-    nice: Option<i32>,
+/// A thread's scheduling settings: what [`Journal`] restores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// OS CPU numbers it may run on.
+    pub affinity: Vec<usize>,
+    /// Fair-class slice request in ns (0: the kernel's default).
+    pub slice_ns: u64,
+    /// Nice value.
+    pub nice: i32,
+}
+
+impl Settings {
+    /// Reads a thread's current settings.
+    pub fn read(tid: Tid) -> Result<Settings, SchedError> {
+        Ok(Settings {
+            affinity: affinity(tid)?,
+            slice_ns: attr(tid)?.slice_ns,
+            nice: nice(tid)?,
+        })
+    }
+}
+
+/// A journaled thread: its original settings and which of them cachesched changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    orig: Settings,
+    affinity: bool,
+    slice: bool,
+    nice: bool,
 }
 
 /// What [`Journal::restore_all`] did.
@@ -217,10 +240,15 @@ pub struct RestoreReport {
 }
 
 /// Every change made to threads, with the original values to restore. Changes go
-/// through the journal so that nothing is changed without being recorded first.
+/// through the journal so that nothing is changed without its original being recorded
+/// first, and only what was changed is put back.
+///
+/// Originals are normally read from the thread before the first change. A thread
+/// created by a thread that cachesched had already changed inherits the changed values,
+/// so its true original is its creator's: [`Journal::track`] records that explicitly.
 #[derive(Debug, Default)]
 pub struct Journal {
-    orig: BTreeMap<Tid, Original>,
+    entries: BTreeMap<Tid, Entry>,
 }
 
 impl Journal {
@@ -229,64 +257,117 @@ impl Journal {
         Journal::default()
     }
 
-    /// Threads with recorded changes.
+    /// Threads with recorded originals.
     pub fn threads(&self) -> Vec<Tid> {
-        self.orig.keys().copied().collect()
+        self.entries.keys().copied().collect()
     }
 
-    /// Restricts `tid` to `cpus`, recording its original affinity first.
-    pub fn set_affinity(&mut self, tid: Tid, cpus: &[usize]) -> Result<(), SchedError> {
-        if self.orig.get(&tid).is_none_or(|o| o.affinity.is_none()) {
-            let a = affinity(tid)?;
-            self.orig.entry(tid).or_default().affinity = Some(a);
+    /// Threads with at least one setting changed.
+    pub fn changed(&self) -> usize {
+        self.entries
+            .values()
+            .filter(|e| e.affinity || e.slice || e.nice)
+            .count()
+    }
+
+    /// The recorded original settings of `tid`.
+    pub fn original(&self, tid: Tid) -> Option<&Settings> {
+        self.entries.get(&tid).map(|e| &e.orig)
+    }
+
+    /// Records `orig` as `tid`'s original settings (replacing nothing already recorded).
+    pub fn track(&mut self, tid: Tid, orig: Settings) {
+        self.entries.entry(tid).or_insert(Entry {
+            orig,
+            affinity: false,
+            slice: false,
+            nice: false,
+        });
+    }
+
+    fn entry(&mut self, tid: Tid) -> Result<&mut Entry, SchedError> {
+        if !self.entries.contains_key(&tid) {
+            self.track(tid, Settings::read(tid)?);
         }
+        Ok(self.entries.get_mut(&tid).expect("tracked above"))
+    }
+
+    /// Restricts `tid` to `cpus` (OS numbers), recording its original first.
+    pub fn set_affinity(&mut self, tid: Tid, cpus: &[usize]) -> Result<(), SchedError> {
+        self.entry(tid)?.affinity = true;
         set_affinity(tid, cpus)
     }
 
-    /// Sets `tid`'s slice, recording its original first.
+    /// Sets `tid`'s slice (`None`: the kernel's default), recording its original first.
     pub fn set_slice(&mut self, tid: Tid, slice_ns: Option<u64>) -> Result<(), SchedError> {
-        if self.orig.get(&tid).is_none_or(|o| o.slice_ns.is_none()) {
-            let a = attr(tid)?;
-            self.orig.entry(tid).or_default().slice_ns = Some(a.slice_ns);
-        }
+        self.entry(tid)?.slice = true;
         set_slice(tid, slice_ns)
     }
 
     /// Sets `tid`'s nice value, recording its original first.
     pub fn set_nice(&mut self, tid: Tid, value: i32) -> Result<(), SchedError> {
-        if self.orig.get(&tid).is_none_or(|o| o.nice.is_none()) {
-            let n = nice(tid)?;
-            self.orig.entry(tid).or_default().nice = Some(n);
-        }
+        self.entry(tid)?.nice = true;
         set_nice(tid, value)
+    }
+
+    /// Puts `tid`'s original affinity back, if it was changed.
+    pub fn restore_affinity(&mut self, tid: Tid) -> Result<(), SchedError> {
+        match self.entries.get_mut(&tid) {
+            Some(e) if e.affinity => {
+                e.affinity = false;
+                set_affinity(tid, &e.orig.affinity)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Puts `tid`'s original slice back, if it was changed.
+    pub fn restore_slice(&mut self, tid: Tid) -> Result<(), SchedError> {
+        match self.entries.get_mut(&tid) {
+            Some(e) if e.slice => {
+                e.slice = false;
+                set_slice(tid, (e.orig.slice_ns > 0).then_some(e.orig.slice_ns))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Puts `tid`'s original nice value back, if it was changed.
+    pub fn restore_nice(&mut self, tid: Tid) -> Result<(), SchedError> {
+        match self.entries.get_mut(&tid) {
+            Some(e) if e.nice => {
+                e.nice = false;
+                set_nice(tid, e.orig.nice)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Forgets a thread that exited.
     pub fn forget(&mut self, tid: Tid) {
-        self.orig.remove(&tid);
+        self.entries.remove(&tid);
     }
 
-    /// Puts every recorded setting back (nice first, so that a restored slice is set at
+    /// Puts every changed setting back (nice first, so that a restored slice is set at
     /// the original priority) and empties the journal.
     pub fn restore_all(&mut self) -> RestoreReport {
         let mut rep = RestoreReport::default();
-        for (tid, o) in std::mem::take(&mut self.orig) {
-            let mut res = Ok(());
-            if let Some(n) = o.nice {
-                res = res.and(set_nice(tid, n));
+        for tid in self.threads() {
+            let changed = self.entries[&tid].clone();
+            if !(changed.affinity || changed.slice || changed.nice) {
+                continue;
             }
-            if let Some(s) = o.slice_ns {
-                res = res.and_then(|_| set_slice(tid, (s > 0).then_some(s)));
-            }
-            if let Some(a) = &o.affinity {
-                res = res.and_then(|_| set_affinity(tid, a));
-            }
+            let res = self
+                .restore_nice(tid)
+                .and_then(|_| self.restore_slice(tid))
+                .and_then(|_| self.restore_affinity(tid));
             match res {
                 Ok(()) => rep.restored += 1,
                 Err(SchedError::Gone { .. }) => rep.gone += 1,
                 Err(e) => rep.failed.push((tid, e)),
             }
         }
+        self.entries.clear();
         rep
     }
 }

@@ -1,6 +1,7 @@
 //! A demonstration policy that exercises the whole API end to end: it pins threads to
-//! CPUs round robin (masks), optionally gives them a fixed slice, asks for a periodic
-//! tick and counts the co-run segments it is shown. It is not meant to improve anything.
+//! CPUs round robin (masks), optionally gives every thread a fixed slice and a nice
+//! value, asks for a periodic tick and counts the co-run segments it is shown. It is not
+//! meant to improve anything.
 
 use cachesched_core::{CoRunSegment, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId};
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,8 @@ pub struct DemoConfig {
     pub slice_ms: Option<f64>,
     /// Tick period in milliseconds (default 10).
     pub tick_ms: f64,
+    /// Nice value to give every thread (default: none, leave it).
+    pub nice: Option<i32>,
 }
 
 impl Default for DemoConfig {
@@ -23,6 +26,7 @@ impl Default for DemoConfig {
             pin: true,
             slice_ms: None,
             tick_ms: 10.0,
+            nice: None,
         }
     }
 }
@@ -72,6 +76,9 @@ impl Policy for Demo {
         }
         if let Some(s) = self.config.slice_ms {
             ctx.set_slice(thread, Some(Nanos::from_ms_f64(s)));
+        }
+        if let Some(n) = self.config.nice {
+            ctx.set_nice(thread, Some(n));
         }
     }
 

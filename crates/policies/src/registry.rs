@@ -47,7 +47,8 @@ pub enum PolicyError {
 
 impl PolicySpec {
     /// Parses the command-line form `name` or `name:key=value,key=value` (values in
-    /// TOML syntax, e.g. `demo:slice_ms=10,pin=false`).
+    /// TOML syntax, e.g. `demo:slice_ms=10,pin=false`; a bare word such as
+    /// `mode=dynamic` is taken as a string).
     pub fn parse(s: &str) -> Result<PolicySpec, PolicyError> {
         let (name, params) = s.split_once(':').unwrap_or((s, ""));
         let name = name.trim();
@@ -62,7 +63,14 @@ impl PolicySpec {
                     reason: format!("'{kv}' is not of the form key=value"),
                 });
             };
-            doc += &format!("{} = {}\n", k.trim(), v.trim());
+            let v = v.trim();
+            // a bare word that is not a TOML value (`mode=dynamic`) is a string
+            let v = if toml::from_str::<toml::Table>(&format!("v = {v}")).is_ok() {
+                v.to_string()
+            } else {
+                format!("{v:?}")
+            };
+            doc += &format!("{} = {v}\n", k.trim());
         }
         let spec: PolicySpec = toml::from_str(&doc).map_err(|e| PolicyError::BadParameters {
             name: name.into(),
@@ -118,7 +126,8 @@ mod tests {
             PolicySpec::Demo(DemoConfig {
                 pin: false,
                 slice_ms: Some(10.0),
-                tick_ms: 10.0
+                tick_ms: 10.0,
+                nice: None
             })
         );
         assert!(matches!(
@@ -128,6 +137,11 @@ mod tests {
         let e = PolicySpec::parse("demo:bogus=1").unwrap_err().to_string();
         assert!(e.contains("bogus"), "{e}");
         assert!(PolicySpec::parse("demo:slice_ms").is_err());
+        let t = PolicySpec::parse("timeslice:mode=dynamic,slice_ms=30").unwrap();
+        assert!(
+            matches!(t, PolicySpec::Timeslice(c) if c.mode == crate::timeslice::Mode::Dynamic && c.slice_ms == 30.0)
+        );
+        assert!(PolicySpec::parse("timeslice:mode=sideways").is_err());
         assert_eq!(build_policy(&s).name(), "demo");
     }
 }

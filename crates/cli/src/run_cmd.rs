@@ -1,0 +1,359 @@
+//! `cachesched run`: cache-aware policies on real Linux processes.
+
+use anyhow::{bail, Context, Result};
+use cachesched_core::Policy;
+use cachesched_linux::daemon::{self, Daemon, DaemonConfig, StatsRecord, Target};
+use cachesched_linux::process::{self as signals, exit_code, reap};
+use cachesched_linux::sched;
+use cachesched_policies::{build_policy, Chain, PolicySpec};
+use clap::Args;
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Options of `cachesched run` (its manual is the subcommand's doc in main.rs).
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Policy as name or name:key=value,…; repeat to chain several (masks intersect,
+    /// later slices and nice values win).
+    #[arg(long = "policy", value_name = "SPEC", required = true)]
+    policies: Vec<String>,
+    /// Manage this existing process (all its threads); repeat for several.
+    #[arg(long = "pid", value_name = "PID", conflicts_with_all = ["cgroup", "command"])]
+    pids: Vec<i32>,
+    /// With --pid: do not follow the processes' children.
+    #[arg(long, requires = "pids")]
+    no_children: bool,
+    /// Manage every thread of this cgroup directory (v1 `tasks` or v2
+    /// `cgroup.threads`), e.g. /sys/fs/cgroup/cpu/batch.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    cgroup: Option<PathBuf>,
+    /// How often /proc is scanned for threads that started or exited, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 20.0)]
+    scan_ms: f64,
+    /// Print a stats line every SECS seconds (to stderr).
+    #[arg(long = "stats", value_name = "SECS")]
+    stats_secs: Option<f64>,
+    /// Write machine-readable stats to FILE as JSON lines: the resolved configuration
+    /// first, then one record per --stats interval, then a final record.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Stop after this many seconds (restoring everything); default: until the command
+    /// or the processes exit, or a signal.
+    #[arg(long, value_name = "SECS")]
+    duration_s: Option<f64>,
+    /// How much a policy's boost lowers a thread's nice value.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    boost_nice: i32,
+    /// Do not open per-thread counters for stats (policies still get those they need).
+    #[arg(long)]
+    no_stats_counters: bool,
+    /// Seed of the policies' random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Testing aid: panic after this many milliseconds (to check restore on panic).
+    #[arg(long, value_name = "MS", hide = true)]
+    debug_panic_after_ms: Option<u64>,
+    /// The command to launch and manage, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// The resolved configuration, written first into --json.
+#[derive(Serialize)]
+struct Resolved<'a> {
+    seed: u64,
+    policies: &'a [PolicySpec],
+    target: &'a Target,
+    command: &'a [String],
+    daemon: &'a DaemonConfig,
+    stats_secs: Option<f64>,
+    duration_s: Option<f64>,
+    counters: Vec<&'static str>,
+    kernel_honours_slices: Option<bool>,
+}
+
+/// A JSON-lines record.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Record<'a> {
+    Config(Resolved<'a>),
+    Stats(&'a StatsRecord),
+    Final {
+        stats: &'a StatsRecord,
+        restored: usize,
+        gone: usize,
+        failed: usize,
+        exit_code: i32,
+        stopped_by: &'a str,
+    },
+}
+
+fn positive(v: Option<f64>, flag: &str) -> Result<()> {
+    if let Some(v) = v {
+        if !(v > 0.0 && v.is_finite()) {
+            bail!("{flag} must be a positive number of seconds, got {v}");
+        }
+    }
+    Ok(())
+}
+
+/// Prints which counters exist, and why the others do not.
+fn counter_line() -> String {
+    let probe = daemon::available_counters();
+    let have: Vec<String> = probe
+        .iter()
+        .filter_map(|(k, r)| match r {
+            Ok(false) => Some(k.name().to_string()),
+            Ok(true) => Some(format!("{} (user mode only)", k.name())),
+            Err(_) => None,
+        })
+        .collect();
+    let mut s = format!(
+        "counters available: {}",
+        if have.is_empty() {
+            "none".into()
+        } else {
+            have.join(", ")
+        }
+    );
+    // missing counters grouped by reason ("X is not supported here (…)" → one line)
+    let mut why: Vec<(String, Vec<&str>)> = Vec::new();
+    for (k, r) in &probe {
+        if let Err(e) = r {
+            let reason = e.to_string().replacen(&format!("{k:?} is "), "", 1);
+            match why.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, ks)) => ks.push(k.name()),
+                None => why.push((reason, vec![k.name()])),
+            }
+        }
+    }
+    for (reason, ks) in why {
+        s += &format!("\ncounters missing: {} — {reason}", ks.join(", "));
+    }
+    s
+}
+
+/// Waits for the command after passing a stop signal on: up to 5 s, then SIGKILL.
+fn wait_for(cmd_pid: i32) -> i32 {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = reap(cmd_pid) {
+            return exit_code(st);
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            signals::send(cmd_pid, signals::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `cachesched run`.
+pub fn run(a: RunArgs) -> Result<i32> {
+    positive(a.stats_secs, "--stats")?;
+    positive(a.duration_s, "--duration-s")?;
+    if !(a.scan_ms > 0.0 && a.scan_ms.is_finite()) {
+        bail!("--scan-ms must be a positive number of milliseconds");
+    }
+    let target = if !a.pids.is_empty() {
+        Target::Processes {
+            pids: a.pids.clone(),
+            children: !a.no_children,
+        }
+    } else if let Some(dir) = &a.cgroup {
+        Target::Cgroup(dir.clone())
+    } else if !a.command.is_empty() {
+        Target::Descendants
+    } else {
+        bail!("nothing to manage: give a command after `--`, --pid PID or --cgroup DIR");
+    };
+    let specs = a
+        .policies
+        .iter()
+        .map(|s| PolicySpec::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let policy: Box<dyn Policy> = if specs.len() == 1 {
+        build_policy(&specs[0])
+    } else {
+        Box::new(Chain::new(specs.iter().map(build_policy).collect()))
+    };
+    let host = cachesched_linux::read_host_topology()
+        .context("cannot read this host's topology from sysfs")?;
+    let config = DaemonConfig {
+        scan_ms: a.scan_ms,
+        boost_nice: a.boost_nice,
+        stats_counters: !a.no_stats_counters,
+        seed: a.seed,
+    };
+    eprintln!(
+        "cachesched run: policy {} on {}; seed {}",
+        policy.name(),
+        match &target {
+            Target::Descendants => format!("`{}` and its children", a.command.join(" ")),
+            Target::Processes { pids, children } => format!(
+                "process(es) {pids:?}{}",
+                if *children { " and their children" } else { "" }
+            ),
+            Target::Cgroup(d) => format!("cgroup {}", d.display()),
+        },
+        a.seed
+    );
+    for w in &host.warnings {
+        eprintln!("  topology: {w}");
+    }
+    eprintln!("{}", counter_line());
+    let honours = sched::kernel_honours_slices();
+    if honours == Some(false) && specs.iter().any(|s| matches!(s, PolicySpec::Timeslice(_))) {
+        eprintln!("warning: this kernel is older than 6.12 and ignores per-task slices set with sched_setattr; the timeslice policy will have no effect");
+    }
+    signals::install_stop_handlers().context("cannot install signal handlers")?;
+    if target == Target::Descendants {
+        daemon::become_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER) failed")?;
+    }
+    let mut d = Daemon::start(host, policy, target.clone(), config.clone())?;
+    let mut json = match &a.json {
+        Some(p) => {
+            crate::simulate_cmd::write_file(p, "")?;
+            let f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open '{}'", p.display()))?;
+            Some(std::io::BufWriter::new(f))
+        }
+        None => None,
+    };
+    let mut emit = |r: &Record<'_>| -> Result<()> {
+        if let Some(w) = json.as_mut() {
+            serde_json::to_writer(&mut *w, r)?;
+            writeln!(w)?;
+            w.flush()?;
+        }
+        Ok(())
+    };
+    emit(&Record::Config(Resolved {
+        seed: a.seed,
+        policies: &specs,
+        target: &target,
+        command: &a.command,
+        daemon: &config,
+        stats_secs: a.stats_secs,
+        duration_s: a.duration_s,
+        counters: d.counter_kinds().iter().map(|k| k.name()).collect(),
+        kernel_honours_slices: honours,
+    }))?;
+    eprintln!(
+        "per-thread counters opened: {}",
+        if d.counter_kinds().is_empty() {
+            "none".to_string()
+        } else {
+            d.counter_kinds()
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    let cmd_pid = if target == Target::Descendants {
+        let child = std::process::Command::new(&a.command[0])
+            .args(&a.command[1..])
+            .spawn()
+            .with_context(|| format!("cannot launch `{}`", a.command[0]))?;
+        Some(child.id() as i32)
+    } else {
+        None
+    };
+    let start = Instant::now();
+    let deadline = a.duration_s.map(|s| start + Duration::from_secs_f64(s));
+    let stats_every = a.stats_secs.map(Duration::from_secs_f64);
+    let mut next_stats = stats_every.map(|p| start + p);
+    let panic_at = a
+        .debug_panic_after_ms
+        .map(|ms| start + Duration::from_millis(ms));
+    let mut cmd_status = None;
+    let stopped_by: String = loop {
+        if let Some(sig) = signals::stop_signal() {
+            break format!("signal {sig}");
+        }
+        if let Some(pid) = cmd_pid {
+            if let Some(st) = reap(pid) {
+                cmd_status = Some(st);
+                break "command exited".into();
+            }
+        }
+        if deadline.is_some_and(|t| Instant::now() >= t) {
+            break "duration".into();
+        }
+        if panic_at.is_some_and(|t| Instant::now() >= t) {
+            panic!("--debug-panic-after-ms: deliberate panic to test restoring");
+        }
+        d.poll()?;
+        if let (Some(t), Some(p)) = (next_stats, stats_every) {
+            if Instant::now() >= t {
+                let rec = d.stats();
+                eprintln!("{}", rec.line());
+                emit(&Record::Stats(&rec))?;
+                next_stats = Some(t + p);
+            }
+        }
+        for w in d.take_warnings() {
+            eprintln!("warning: {w}");
+        }
+        if matches!(target, Target::Processes { .. }) && !d.any_alive() {
+            break "managed processes exited".into();
+        }
+        let mut wake = d.next_due();
+        for t in [deadline, next_stats, panic_at].into_iter().flatten() {
+            wake = wake.min(t);
+        }
+        // short naps so that the command's exit and signals are noticed promptly
+        let nap = wake
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(10));
+        std::thread::sleep(nap);
+    };
+    let last = d.stats();
+    let rep = d.finish();
+    eprintln!("{}", last.line());
+    eprintln!(
+        "stopped ({stopped_by}); restored the settings of {} thread(s), {} had exited{}",
+        rep.restored,
+        rep.gone,
+        if rep.failed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} FAILED", rep.failed.len())
+        }
+    );
+    for (tid, e) in &rep.failed {
+        eprintln!("  thread {tid}: {e}");
+    }
+    let code = match (cmd_pid, signals::stop_signal()) {
+        (Some(pid), Some(sig)) if cmd_status.is_none() => {
+            signals::send(pid, sig);
+            wait_for(pid)
+        }
+        (Some(pid), None) if cmd_status.is_none() => {
+            // --duration-s ended the run: the command keeps running unmanaged
+            eprintln!("the command (pid {pid}) keeps running, no longer managed");
+            0
+        }
+        (Some(_), _) => exit_code(cmd_status.expect("checked")),
+        (None, _) => 0,
+    };
+    emit(&Record::Final {
+        stats: &last,
+        restored: rep.restored,
+        gone: rep.gone,
+        failed: rep.failed.len(),
+        exit_code: code,
+        stopped_by: &stopped_by,
+    })?;
+    if !rep.failed.is_empty() {
+        bail!(
+            "{} thread(s) could not be restored (listed above)",
+            rep.failed.len()
+        );
+    }
+    Ok(code)
+}

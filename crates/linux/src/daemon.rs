@@ -1,0 +1,1086 @@
+//! The daemon: one [`Policy`] driving real threads.
+//!
+//! [`Daemon`] implements the policy API's kernel side on Linux. It follows the managed
+//! threads through `/proc` (a launched command and its descendants, given processes, or
+//! a cgroup), shows them to the policy as [`ThreadView`]s with `perf_event_open`
+//! counters, and carries out the policy's directives with `sched_setaffinity`,
+//! `sched_setattr` and `setpriority` through a [`Journal`], so that every change can be
+//! undone: [`Daemon::finish`] — and, if it is never called (an error, a panic unwinding
+//! the stack), dropping the daemon — restores every setting it changed on the threads
+//! still alive. The caller owns the loop: it sleeps until [`Daemon::next_due`], calls
+//! [`Daemon::poll`], and asks for [`Daemon::stats`] when it wants a line.
+//!
+//! Mapping of directives:
+//! - `SetMask` → `sched_setaffinity` (dense CPU numbers mapped to the OS's); `None` puts
+//!   the original mask back.
+//! - `SetSlice` → `sched_setattr` with the thread's policy and nice kept (a request the
+//!   kernel honours for fair threads since 6.12); `None` puts the original back.
+//! - `SetNice` → `setpriority` on the thread id; `None` puts the original back.
+//! - `Boost` → the nice value lowered by [`DaemonConfig::boost_nice`] while boosted.
+//! - `SetTickPeriod` → the period of [`Policy::tick`].
+//! - `SetSamplingPeriod` → not available (no address sampling on this backend): reported
+//!   as a warning, once.
+//!
+//! Counters in a [`ThreadView`] count from when the daemon started watching the thread,
+//! and are refreshed before each tick (when the policy requires counters) and for each
+//! stats line. Co-run segments are not built on Linux; a policy that wants them is told
+//! so by a warning.
+
+use crate::perf::{self, Counter, PerfError};
+use crate::procfs::{self, Pid, ProcError, Stat};
+use crate::sched::{Journal, RestoreReport, SchedError, Settings, Tid};
+use crate::sysfs::HostTopology;
+use cachesched_core::{
+    policy::KernelView, CounterKind, Counters, CpuId, Cpumask, Ctx, Directive, Nanos, Policy,
+    SimRng, ThreadId, ThreadInfo, ThreadView, Topology,
+};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Which threads the daemon manages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// Every descendant of this process: the command it launched, that command's
+    /// children, and orphans reparented to it (see [`become_subreaper`]).
+    Descendants,
+    /// These processes, and with `children` their descendants as they appear.
+    Processes {
+        /// The processes.
+        pids: Vec<Pid>,
+        /// Whether to follow their children.
+        children: bool,
+    },
+    /// Every thread of a cgroup (v1 `tasks` or v2 `cgroup.threads`).
+    Cgroup(PathBuf),
+}
+
+/// Settings of the daemon loop. Defaults are documented per field.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DaemonConfig {
+    /// How often `/proc` is scanned for threads that started or exited, ms (default 20).
+    pub scan_ms: f64,
+    /// How much a boost lowers a thread's nice value (default 10).
+    pub boost_nice: i32,
+    /// Open per-thread counters for stats (context switches, migrations, CPU time, and
+    /// instructions/LLC misses where the PMU has them) even when the policy needs none
+    /// (default true).
+    pub stats_counters: bool,
+    /// Seed of the policy's random number generator (default 1).
+    pub seed: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            scan_ms: 20.0,
+            boost_nice: 10,
+            stats_counters: true,
+            seed: 1,
+        }
+    }
+}
+
+/// Why the daemon could not start or had to stop.
+#[derive(Debug, Error)]
+pub enum DaemonError {
+    /// The policy requires counters this machine does not provide.
+    #[error("policy '{policy}' needs counters this machine does not provide, so it will not start:\n{}", missing.iter().map(|(k, why)| format!("  {}: {why}", k.name())).collect::<Vec<_>>().join("\n"))]
+    MissingCounters {
+        /// The policy.
+        policy: String,
+        /// Each missing counter and why.
+        missing: Vec<(CounterKind, String)>,
+    },
+    /// A managed process does not exist.
+    #[error("process {pid} does not exist (check the --pid value)")]
+    NoSuchProcess {
+        /// The process.
+        pid: Pid,
+    },
+    /// The kernel refused a change for lack of privilege.
+    #[error("not permitted to change thread {tid}: {source}\n  run cachesched as root or with CAP_SYS_NICE (raising priority or changing other users' threads needs it); every change made so far has been undone")]
+    Permission {
+        /// The thread.
+        tid: Tid,
+        /// The refused call.
+        source: SchedError,
+    },
+    /// Out of file descriptors for counters.
+    #[error("cannot open more performance counters ({source}): each managed thread needs {per_thread} descriptor(s); raise the limit with `ulimit -n` or pass --no-stats-counters")]
+    TooManyFiles {
+        /// Descriptors per thread.
+        per_thread: usize,
+        /// The error.
+        source: PerfError,
+    },
+    /// Reading `/proc` or a cgroup failed.
+    #[error(transparent)]
+    Proc(#[from] ProcError),
+    /// The cgroup directory is not usable.
+    #[error("cannot use cgroup {path}: {reason}")]
+    Cgroup {
+        /// The directory.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// One managed thread.
+#[derive(Debug)]
+struct Tracked {
+    pid: Pid,
+    info: ThreadInfo,
+    stat: Stat,
+    perf: Vec<Counter>,
+    counters: Counters,
+    /// Dense CPUs it may use.
+    mask: Cpumask,
+    /// The nice value the policy asked for (`None`: the original).
+    policy_nice: Option<i32>,
+    boosted: bool,
+}
+
+/// What the policy sees: the managed threads and the host.
+struct State {
+    host: HostTopology,
+    start: Instant,
+    threads: BTreeMap<Tid, Tracked>,
+    kinds: Vec<CounterKind>,
+}
+
+impl State {
+    fn dense_mask(&self, os_cpus: &[usize]) -> Cpumask {
+        Cpumask::from_cpus(
+            self.host
+                .os_cpu
+                .iter()
+                .enumerate()
+                .filter(|(_, &os)| os_cpus.contains(&(os as usize)))
+                .map(|(i, _)| CpuId(i as u32)),
+        )
+    }
+
+    fn os_cpus(&self, mask: &Cpumask) -> Vec<usize> {
+        mask.iter()
+            .filter_map(|c| self.host.os_cpu.get(c.index()).map(|&os| os as usize))
+            .collect()
+    }
+}
+
+impl KernelView for State {
+    fn now(&self) -> Nanos {
+        Nanos(self.start.elapsed().as_nanos() as u64)
+    }
+    fn topology(&self) -> &Topology {
+        &self.host.topology
+    }
+    fn live_threads(&self) -> Vec<ThreadId> {
+        self.threads.keys().map(|&t| ThreadId(t as u32)).collect()
+    }
+    fn thread(&self, t: ThreadId) -> Option<ThreadView> {
+        let tr = self.threads.get(&(t.0 as Tid))?;
+        let cpu = self
+            .host
+            .os_cpu
+            .iter()
+            .position(|&os| os == tr.stat.processor)
+            .map(|i| CpuId(i as u32));
+        Some(ThreadView {
+            id: t,
+            info: tr.info.clone(),
+            counters: tr.counters,
+            running_on: None, // /proc cannot tell running from waiting
+            last_cpu: cpu,
+            runnable: tr.stat.runnable(),
+            mask: tr.mask.clone(),
+        })
+    }
+    fn available_counters(&self) -> &[CounterKind] {
+        &self.kinds
+    }
+}
+
+/// A managed process.
+#[derive(Debug, Clone, Default)]
+struct Proc {
+    /// The original settings of its first managed thread: what a thread it creates
+    /// would have had without cachesched.
+    template: Option<Settings>,
+    /// Which settings cachesched changed on any of its threads.
+    touched: Touched,
+    /// For a process created by a managed process: the creator's template and touches.
+    inherited: Option<(Settings, Touched)>,
+}
+
+/// Which settings were changed on some thread of a process.
+#[derive(Debug, Clone, Copy, Default)]
+struct Touched {
+    affinity: bool,
+    slice: bool,
+    nice: bool,
+}
+
+impl Touched {
+    /// The original settings of a thread that has `actual` now and was created by a
+    /// thread whose originals were `creator`: a setting cachesched changed on the
+    /// creator's process was inherited, so the creator's original is the thread's
+    /// original; any other setting is the thread's own.
+    fn original(self, creator: &Settings, actual: Settings) -> Settings {
+        Settings {
+            affinity: if self.affinity {
+                creator.affinity.clone()
+            } else {
+                actual.affinity
+            },
+            slice_ns: if self.slice {
+                creator.slice_ns
+            } else {
+                actual.slice_ns
+            },
+            nice: if self.nice { creator.nice } else { actual.nice },
+        }
+    }
+}
+
+/// The three settings a directive can change.
+#[derive(Debug, Clone, Copy)]
+enum Setting {
+    Affinity,
+    Slice,
+    Nice,
+}
+
+/// Totals over a run, and per stats interval.
+#[derive(Debug, Clone, Default)]
+struct Totals {
+    started: u64,
+    exited: u64,
+    directives: u64,
+    failures: u64,
+    /// Counters of threads that exited, final values.
+    exited_counters: Counters,
+    decisions: u64,
+    decision_ns_sum: u64,
+    decision_ns_max: u64,
+}
+
+/// One stats line.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatsRecord {
+    /// Seconds since start.
+    pub t_s: f64,
+    /// Length of the interval this line covers, seconds.
+    pub interval_s: f64,
+    /// Managed processes now.
+    pub processes: usize,
+    /// Managed threads now.
+    pub threads: usize,
+    /// Managed threads runnable now.
+    pub runnable: usize,
+    /// Threads started since the last line.
+    pub started: u64,
+    /// Threads exited since the last line.
+    pub exited: u64,
+    /// Threads with at least one setting changed by cachesched now.
+    pub changed_threads: usize,
+    /// Directives carried out since the last line.
+    pub directives: u64,
+    /// Directives that failed since the last line (other than vanished threads).
+    pub failures: u64,
+    /// CPUs kept busy by managed threads over the interval (task clock).
+    pub managed_cpus_busy: Option<f64>,
+    /// Context switches of managed threads per second.
+    pub context_switches_per_s: Option<f64>,
+    /// Migrations of managed threads per second.
+    pub migrations_per_s: Option<f64>,
+    /// LLC misses per 1000 instructions of managed threads (where the PMU has both).
+    pub llc_mpki: Option<f64>,
+    /// The daemon's own CPU time over the interval, percent of one CPU.
+    pub daemon_cpu_pct: f64,
+    /// Policy decisions (a hook and its directives) in the interval.
+    pub decisions: u64,
+    /// Mean decision latency, µs.
+    pub decision_us_mean: f64,
+    /// Longest decision, µs.
+    pub decision_us_max: f64,
+    /// The policy's own statistics.
+    pub policy: BTreeMap<String, f64>,
+}
+
+impl StatsRecord {
+    /// The one-line human form.
+    pub fn line(&self) -> String {
+        let opt = |v: Option<f64>, unit: &str| v.map_or("n/a".into(), |v| format!("{v:.1}{unit}"));
+        let mut s = format!(
+            "[{:7.1}s] threads {} ({} runnable, {} changed) +{} -{} | busy {} cpus | cs {} | migr {} | mpki {} | directives {} ({} failed) | daemon {:.2}% cpu, decision {:.0}/{:.0} us mean/max",
+            self.t_s,
+            self.threads,
+            self.runnable,
+            self.changed_threads,
+            self.started,
+            self.exited,
+            opt(self.managed_cpus_busy, ""),
+            opt(self.context_switches_per_s, "/s"),
+            opt(self.migrations_per_s, "/s"),
+            opt(self.llc_mpki, ""),
+            self.directives,
+            self.failures,
+            self.daemon_cpu_pct,
+            self.decision_us_mean,
+            self.decision_us_max,
+        );
+        if !self.policy.is_empty() {
+            s += " |";
+            for (k, v) in &self.policy {
+                s += &format!(" {k}={v:.4}");
+            }
+        }
+        s
+    }
+}
+
+/// Decision latencies recorded over the whole run, µs (for benchmarks).
+#[derive(Debug, Clone, Default)]
+pub struct Latencies {
+    /// Every decision's latency, µs, in order.
+    pub us: Vec<f64>,
+}
+
+/// The daemon. See the [module documentation](self).
+pub struct Daemon {
+    state: State,
+    policy: Box<dyn Policy>,
+    rng: SimRng,
+    journal: Journal,
+    config: DaemonConfig,
+    target: Target,
+    me: Pid,
+    procs: BTreeMap<Pid, Proc>,
+    /// Processes seen and found unmanaged (not re-read while they exist).
+    others: BTreeSet<Pid>,
+    tick_period: Option<Nanos>,
+    next_tick: Option<Instant>,
+    next_scan: Instant,
+    totals: Totals,
+    last_stats: (Instant, Totals, Counters, Duration),
+    latencies: Latencies,
+    warnings: Vec<String>,
+    finished: bool,
+    initial_scan: bool,
+}
+
+/// The counters this host provides, with the reason for each one it does not.
+pub fn available_counters() -> Vec<(CounterKind, Result<bool, PerfError>)> {
+    perf::probe()
+}
+
+/// This process's CPU time (user + system).
+pub fn own_cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Makes orphaned descendants of this process reparent to it rather than to init, so
+/// that [`Target::Descendants`] keeps them (the caller must reap them).
+pub fn become_subreaper() -> std::io::Result<()> {
+    // SAFETY: plain prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Raises the soft open-file limit to the hard limit (each counter is a descriptor);
+/// returns the new soft limit.
+pub fn raise_fd_limit() -> u64 {
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl);
+        if rl.rlim_cur < rl.rlim_max {
+            let want = libc::rlimit {
+                rlim_cur: rl.rlim_max,
+                rlim_max: rl.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
+                rl = want;
+            }
+        }
+    }
+    rl.rlim_cur
+}
+
+impl Daemon {
+    /// Starts `policy` on the threads of `target`: checks that the policy's counters
+    /// exist, initialises it and takes over the threads that exist now. On error nothing
+    /// stays changed.
+    pub fn start(
+        host: HostTopology,
+        policy: Box<dyn Policy>,
+        target: Target,
+        config: DaemonConfig,
+    ) -> Result<Daemon, DaemonError> {
+        let probe = perf::probe();
+        let have = |k: CounterKind| probe.iter().any(|(p, r)| *p == k && r.is_ok());
+        let missing: Vec<(CounterKind, String)> = policy
+            .required_counters()
+            .into_iter()
+            .filter(|&k| !have(k))
+            .map(|k| {
+                let why = probe
+                    .iter()
+                    .find(|(p, _)| *p == k)
+                    .and_then(|(_, r)| r.as_ref().err().map(|e| e.to_string()))
+                    .unwrap_or_else(|| PerfError::NoMapping(k).to_string());
+                (k, why)
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(DaemonError::MissingCounters {
+                policy: policy.name().to_string(),
+                missing,
+            });
+        }
+        let mut kinds = policy.required_counters();
+        if config.stats_counters {
+            kinds.extend([
+                CounterKind::CpuTimeNs,
+                CounterKind::ContextSwitches,
+                CounterKind::Migrations,
+                CounterKind::Instructions,
+                CounterKind::LlcMisses,
+            ]);
+        }
+        kinds.retain(|&k| have(k));
+        kinds.sort();
+        kinds.dedup();
+        if !kinds.is_empty() {
+            raise_fd_limit();
+        }
+        match &target {
+            Target::Processes { pids, .. } => {
+                for &pid in pids {
+                    if procfs::process_stat(pid).is_err() {
+                        return Err(DaemonError::NoSuchProcess { pid });
+                    }
+                }
+            }
+            Target::Cgroup(dir) => {
+                procfs::cgroup_threads(dir).map_err(|e| DaemonError::Cgroup {
+                    path: dir.display().to_string(),
+                    reason: format!(
+                        "{e} (give the cgroup's directory, e.g. /sys/fs/cgroup/cpu/mygroup)"
+                    ),
+                })?;
+            }
+            Target::Descendants => {}
+        }
+        let mut warnings = Vec::new();
+        if policy.wants_corun_segments() {
+            warnings.push(format!(
+                "policy '{}' asks for co-run segments, which the Linux backend does not build; it will receive none",
+                policy.name()
+            ));
+        }
+        let now = Instant::now();
+        let mut procs = BTreeMap::new();
+        if let Target::Processes { pids, .. } = &target {
+            for &pid in pids {
+                procs.insert(pid, Proc::default());
+            }
+        }
+        let mut d = Daemon {
+            state: State {
+                host,
+                start: now,
+                threads: BTreeMap::new(),
+                kinds,
+            },
+            policy,
+            rng: SimRng::new(config.seed),
+            journal: Journal::new(),
+            me: std::process::id() as Pid,
+            procs,
+            others: BTreeSet::new(),
+            tick_period: None,
+            next_tick: None,
+            next_scan: now,
+            totals: Totals::default(),
+            last_stats: (now, Totals::default(), Counters::default(), own_cpu_time()),
+            latencies: Latencies::default(),
+            warnings,
+            finished: false,
+            initial_scan: true,
+            config,
+            target,
+        };
+        // from here on, an error drops `d`, which restores whatever was changed
+        d.hook(|p, ctx| p.init(ctx))?;
+        d.scan()?;
+        d.initial_scan = false;
+        Ok(d)
+    }
+
+    /// Warnings for the operator collected so far (each given once), draining them.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// The counters opened per thread.
+    pub fn counter_kinds(&self) -> &[CounterKind] {
+        &self.state.kinds
+    }
+
+    /// Managed threads now.
+    pub fn threads(&self) -> usize {
+        self.state.threads.len()
+    }
+
+    /// Managed processes now (for [`Target::Cgroup`], the processes of its threads).
+    pub fn processes(&self) -> usize {
+        self.state
+            .threads
+            .values()
+            .map(|t| t.pid)
+            .collect::<BTreeSet<_>>()
+            .len()
+            .max(self.procs.len())
+    }
+
+    /// Every decision latency so far.
+    pub fn latencies(&self) -> &Latencies {
+        &self.latencies
+    }
+
+    /// When [`Daemon::poll`] next has work (a scan or a tick).
+    pub fn next_due(&self) -> Instant {
+        match self.next_tick {
+            Some(t) => t.min(self.next_scan),
+            None => self.next_scan,
+        }
+    }
+
+    /// Does what is due: a scan for threads that started or exited, the policy's tick.
+    pub fn poll(&mut self) -> Result<(), DaemonError> {
+        let now = Instant::now();
+        if now >= self.next_scan {
+            self.scan()?;
+            self.next_scan = now + Duration::from_secs_f64(self.config.scan_ms / 1e3);
+        }
+        if let Some(t) = self.next_tick {
+            if now >= t {
+                let t0 = Instant::now();
+                self.refresh_states();
+                if !self.policy.required_counters().is_empty() {
+                    self.refresh_counters();
+                }
+                self.hook_timed(t0, |p, ctx| p.tick(ctx))?;
+                // the next tick one period after this one, never in a burst after a stall
+                let period = Duration::from_nanos(self.tick_period.map_or(0, |p| p.0));
+                self.next_tick = self.tick_period.map(|_| (t + period).max(now));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any managed process is still alive (meaningful for
+    /// [`Target::Processes`]; a cgroup may be empty for a while).
+    pub fn any_alive(&self) -> bool {
+        !self.state.threads.is_empty() || !self.procs.is_empty()
+    }
+
+    /// Runs `f` on the policy with a fresh context and carries out its directives.
+    fn hook(&mut self, f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>)) -> Result<(), DaemonError> {
+        self.hook_timed(Instant::now(), f)
+    }
+
+    fn hook_timed(
+        &mut self,
+        t0: Instant,
+        f: impl FnOnce(&mut dyn Policy, &mut Ctx<'_>),
+    ) -> Result<(), DaemonError> {
+        let mut out = Vec::new();
+        {
+            let mut ctx = Ctx::new(&self.state, &mut self.rng, &mut out);
+            f(self.policy.as_mut(), &mut ctx);
+        }
+        let r = self.apply(out);
+        let ns = t0.elapsed().as_nanos() as u64;
+        self.totals.decisions += 1;
+        self.totals.decision_ns_sum += ns;
+        self.totals.decision_ns_max = self.totals.decision_ns_max.max(ns);
+        self.latencies.us.push(ns as f64 / 1e3);
+        r
+    }
+
+    fn warn_once(&mut self, w: String) {
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+    }
+
+    fn apply(&mut self, out: Vec<Directive>) -> Result<(), DaemonError> {
+        for d in out {
+            let (tid, kind, res) = match d {
+                Directive::SetTickPeriod { period } => {
+                    self.tick_period = period.filter(|p| p.0 > 0);
+                    self.next_tick = self
+                        .tick_period
+                        .map(|p| Instant::now() + Duration::from_nanos(p.0));
+                    continue;
+                }
+                Directive::SetSamplingPeriod { period: Some(_) } => {
+                    self.warn_once(format!(
+                        "policy '{}' asked for address sampling, which the Linux backend does not provide; ignored",
+                        self.policy.name()
+                    ));
+                    continue;
+                }
+                Directive::SetSamplingPeriod { period: None } => continue,
+                Directive::SetMask { thread, mask } => {
+                    let tid = thread.0 as Tid;
+                    if !self.state.threads.contains_key(&tid) {
+                        continue;
+                    }
+                    let res = match mask {
+                        Some(m) => {
+                            let os = self.state.os_cpus(&m);
+                            if os.is_empty() {
+                                self.warn_once(format!(
+                                    "policy '{}' gave a thread a CPU mask with no CPU of this host; ignored",
+                                    self.policy.name()
+                                ));
+                                continue;
+                            }
+                            self.journal.set_affinity(tid, &os).map(|_| m)
+                        }
+                        None => self.journal.restore_affinity(tid).and_then(|_| {
+                            crate::sched::affinity(tid).map(|a| self.state.dense_mask(&a))
+                        }),
+                    };
+                    match res {
+                        Ok(m) => {
+                            if let Some(tr) = self.state.threads.get_mut(&tid) {
+                                tr.mask = m;
+                            }
+                            (tid, Setting::Affinity, Ok(()))
+                        }
+                        Err(e) => (tid, Setting::Affinity, Err(e)),
+                    }
+                }
+                Directive::SetSlice { thread, slice } => {
+                    let tid = thread.0 as Tid;
+                    if !self.state.threads.contains_key(&tid) {
+                        continue;
+                    }
+                    let res = match slice {
+                        Some(s) => self.journal.set_slice(tid, Some(s.0)),
+                        None => self.journal.restore_slice(tid),
+                    };
+                    (tid, Setting::Slice, res)
+                }
+                Directive::SetNice { thread, nice } => {
+                    let tid = thread.0 as Tid;
+                    let Some(tr) = self.state.threads.get_mut(&tid) else {
+                        continue;
+                    };
+                    tr.policy_nice = nice.map(|n| n.clamp(-20, 19));
+                    (tid, Setting::Nice, self.set_effective_nice(tid))
+                }
+                Directive::Boost { thread, on } => {
+                    let tid = thread.0 as Tid;
+                    let Some(tr) = self.state.threads.get_mut(&tid) else {
+                        continue;
+                    };
+                    tr.boosted = on;
+                    (tid, Setting::Nice, self.set_effective_nice(tid))
+                }
+            };
+            self.totals.directives += 1;
+            match res {
+                Ok(()) => {
+                    let pid = self.state.threads.get(&tid).map(|t| t.pid);
+                    if let Some(p) = pid.and_then(|pid| self.procs.get_mut(&pid)) {
+                        match kind {
+                            Setting::Affinity => p.touched.affinity = true,
+                            Setting::Slice => p.touched.slice = true,
+                            Setting::Nice => p.touched.nice = true,
+                        }
+                    }
+                }
+                Err(SchedError::Gone { .. }) => {}
+                Err(SchedError::Os { source, call, tid })
+                    if source.raw_os_error() == Some(libc::EPERM) =>
+                {
+                    return Err(DaemonError::Permission {
+                        tid,
+                        source: SchedError::Os { call, tid, source },
+                    });
+                }
+                Err(e) => {
+                    self.totals.failures += 1;
+                    let msg = match &e {
+                        SchedError::NotFair { .. } => e.to_string(),
+                        _ => format!("a directive failed on thread {tid}: {e}"),
+                    };
+                    self.warn_once(msg);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the nice value the policy's SetNice and Boost directives add up to.
+    fn set_effective_nice(&mut self, tid: Tid) -> Result<(), SchedError> {
+        let tr = &self.state.threads[&tid];
+        let (policy_nice, boosted) = (tr.policy_nice, tr.boosted);
+        if policy_nice.is_none() && !boosted {
+            return self.journal.restore_nice(tid);
+        }
+        let base = match policy_nice {
+            Some(n) => n,
+            None => match self.journal.original(tid) {
+                Some(o) => o.nice,
+                None => crate::sched::nice(tid)?,
+            },
+        };
+        let n = if boosted {
+            (base - self.config.boost_nice).clamp(-20, 19)
+        } else {
+            base
+        };
+        self.journal.set_nice(tid, n)
+    }
+
+    /// The threads that exist now, with their processes.
+    fn current(&mut self) -> Result<BTreeMap<Tid, Pid>, DaemonError> {
+        let mut now = BTreeMap::new();
+        match self.target.clone() {
+            Target::Cgroup(dir) => {
+                let tids = procfs::cgroup_threads(&dir).map_err(|e| DaemonError::Cgroup {
+                    path: dir.display().to_string(),
+                    reason: e.to_string(),
+                })?;
+                for tid in tids {
+                    let pid = match self.state.threads.get(&tid) {
+                        Some(t) => t.pid,
+                        None => match procfs::tgid_of(tid) {
+                            Ok(p) => p,
+                            Err(ProcError::Gone { .. }) => continue,
+                            Err(e) => return Err(e.into()),
+                        },
+                    };
+                    now.insert(tid, pid);
+                }
+            }
+            Target::Descendants | Target::Processes { .. } => {
+                self.discover_processes()?;
+                let pids: Vec<Pid> = self.procs.keys().copied().collect();
+                for pid in pids {
+                    match procfs::tasks(pid) {
+                        Ok(tids) => {
+                            for tid in tids {
+                                now.insert(tid, pid);
+                            }
+                        }
+                        Err(ProcError::Gone { .. }) => {
+                            self.procs.remove(&pid);
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+        Ok(now)
+    }
+
+    /// Adds processes whose parent is managed (or, for [`Target::Descendants`], this
+    /// daemon).
+    fn discover_processes(&mut self) -> Result<(), DaemonError> {
+        let follow = match &self.target {
+            Target::Descendants => true,
+            Target::Processes { children, .. } => *children,
+            Target::Cgroup(_) => false,
+        };
+        if !follow {
+            return Ok(());
+        }
+        let all = procfs::pids()?;
+        let live: BTreeSet<Pid> = all.iter().copied().collect();
+        self.others.retain(|p| live.contains(p));
+        let mut fresh: Vec<(Pid, Pid)> = Vec::new();
+        for pid in all {
+            if pid == self.me || self.procs.contains_key(&pid) || self.others.contains(&pid) {
+                continue;
+            }
+            match procfs::process_stat(pid) {
+                Ok(st) => fresh.push((pid, st.ppid)),
+                Err(ProcError::Gone { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // parents before children, whatever the pid order
+        loop {
+            let before = fresh.len();
+            fresh.retain(|&(pid, ppid)| {
+                let managed = self.procs.contains_key(&ppid)
+                    || (ppid == self.me && self.target == Target::Descendants);
+                if managed {
+                    let inherited = self
+                        .procs
+                        .get(&ppid)
+                        .and_then(|p| Some((p.template.clone()?, p.touched)));
+                    self.procs.insert(
+                        pid,
+                        Proc {
+                            inherited,
+                            ..Proc::default()
+                        },
+                    );
+                }
+                !managed
+            });
+            if fresh.len() == before {
+                break;
+            }
+        }
+        self.others.extend(fresh.into_iter().map(|(p, _)| p));
+        Ok(())
+    }
+
+    /// Follows threads that started or exited since the last scan.
+    fn scan(&mut self) -> Result<(), DaemonError> {
+        let now = self.current()?;
+        let gone: Vec<Tid> = self
+            .state
+            .threads
+            .keys()
+            .filter(|t| !now.contains_key(t))
+            .copied()
+            .collect();
+        for tid in gone {
+            self.exited(tid)?;
+        }
+        for (&tid, &pid) in &now {
+            if !self.state.threads.contains_key(&tid) {
+                self.started(tid, pid)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn exited(&mut self, tid: Tid) -> Result<(), DaemonError> {
+        if let Some(mut tr) = self.state.threads.remove(&tid) {
+            // a counter stays readable after its thread exits: keep the final counts
+            read_counters(&mut tr);
+            self.totals.exited_counters.accumulate(&tr.counters);
+            self.state.threads.insert(tid, tr);
+            self.hook(|p, ctx| p.thread_exited(ctx, ThreadId(tid as u32)))?;
+            self.state.threads.remove(&tid);
+        }
+        self.journal.forget(tid);
+        self.totals.exited += 1;
+        Ok(())
+    }
+
+    /// Takes over a new thread; `false` if it vanished first.
+    fn started(&mut self, tid: Tid, pid: Pid) -> Result<bool, DaemonError> {
+        let stat = match procfs::thread_stat(pid, tid) {
+            Ok(s) if !s.exited() => s,
+            Ok(_) | Err(ProcError::Gone { .. }) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        let actual = match Settings::read(tid) {
+            Ok(s) => s,
+            Err(SchedError::Gone { .. }) => return Ok(false),
+            Err(e) => {
+                self.warn_once(format!(
+                    "cannot read thread {tid}'s settings: {e}; left alone"
+                ));
+                return Ok(false);
+            }
+        };
+        // a thread created after the start was created by a managed thread of its
+        // process (or, for a new process, of its parent): settings cachesched changed
+        // there were inherited, and the creator's originals are its originals
+        let creator = match self.procs.get(&pid) {
+            _ if self.initial_scan => None,
+            Some(p) => match &p.template {
+                Some(t) => Some((t.clone(), p.touched)),
+                None => p.inherited.clone(),
+            },
+            None => None,
+        };
+        let orig = match creator {
+            Some((tpl, touched)) => touched.original(&tpl, actual),
+            None => actual,
+        };
+        if let Some(p) = self.procs.get_mut(&pid) {
+            if p.template.is_none() {
+                p.template = Some(orig.clone());
+                if let Some((_, touched)) = p.inherited {
+                    // what the creator had changed, this process carries too
+                    p.touched = touched;
+                }
+            }
+        }
+        let mask = self.state.dense_mask(&orig.affinity);
+        self.journal.track(tid, orig);
+        let mut perf = Vec::with_capacity(self.state.kinds.len());
+        for k in self.state.kinds.clone() {
+            match Counter::open(tid, k) {
+                Ok(c) => perf.push(c),
+                Err(PerfError::Gone { .. }) => {
+                    self.journal.forget(tid);
+                    return Ok(false);
+                }
+                Err(PerfError::Os { source, .. })
+                    if source.raw_os_error() == Some(libc::EMFILE) =>
+                {
+                    return Err(DaemonError::TooManyFiles {
+                        per_thread: self.state.kinds.len(),
+                        source: PerfError::Os { kind: k, source },
+                    });
+                }
+                Err(e) => {
+                    self.warn_once(format!("counter for thread {tid}: {e}"));
+                }
+            }
+        }
+        let tr = Tracked {
+            pid,
+            info: ThreadInfo {
+                name: stat.comm.clone(),
+                process: pid as u32,
+            },
+            stat,
+            perf,
+            counters: Counters::default(),
+            mask,
+            policy_nice: None,
+            boosted: false,
+        };
+        self.state.threads.insert(tid, tr);
+        self.totals.started += 1;
+        self.hook(|p, ctx| p.thread_started(ctx, ThreadId(tid as u32)))?;
+        Ok(true)
+    }
+
+    /// Re-reads every thread's state (runnable, last CPU); a thread found exited is
+    /// left for the next scan.
+    fn refresh_states(&mut self) {
+        for (&tid, tr) in self.state.threads.iter_mut() {
+            if let Ok(s) = procfs::thread_stat(tr.pid, tid) {
+                tr.stat = s;
+            }
+        }
+    }
+
+    fn refresh_counters(&mut self) {
+        for tr in self.state.threads.values_mut() {
+            read_counters(tr);
+        }
+    }
+
+    /// Counters of all managed threads since they were taken over, exited ones included.
+    fn total_counters(&self) -> Counters {
+        let mut c = self.totals.exited_counters;
+        for tr in self.state.threads.values() {
+            c.accumulate(&tr.counters);
+        }
+        c
+    }
+
+    /// A stats line covering the time since the previous one.
+    pub fn stats(&mut self) -> StatsRecord {
+        self.refresh_states();
+        self.refresh_counters();
+        let now = Instant::now();
+        let cpu = own_cpu_time();
+        let counters = self.total_counters();
+        let (t_prev, tot_prev, c_prev, cpu_prev) = &self.last_stats;
+        let dt = now.duration_since(*t_prev).as_secs_f64().max(1e-9);
+        let d = counters.delta(c_prev);
+        let t = &self.totals;
+        let has = |k| self.state.kinds.contains(&k);
+        let decisions = t.decisions - tot_prev.decisions;
+        let rec = StatsRecord {
+            t_s: now.duration_since(self.state.start).as_secs_f64(),
+            interval_s: dt,
+            processes: self.processes(),
+            threads: self.state.threads.len(),
+            runnable: self
+                .state
+                .threads
+                .values()
+                .filter(|t| t.stat.runnable())
+                .count(),
+            started: t.started - tot_prev.started,
+            exited: t.exited - tot_prev.exited,
+            changed_threads: self.journal.changed(),
+            directives: t.directives - tot_prev.directives,
+            failures: t.failures - tot_prev.failures,
+            managed_cpus_busy: has(CounterKind::CpuTimeNs).then(|| d.cpu_time_ns as f64 / 1e9 / dt),
+            context_switches_per_s: has(CounterKind::ContextSwitches)
+                .then(|| d.context_switches as f64 / dt),
+            migrations_per_s: has(CounterKind::Migrations).then(|| d.migrations as f64 / dt),
+            llc_mpki: (has(CounterKind::LlcMisses) && has(CounterKind::Instructions))
+                .then(|| d.llc_mpki()),
+            daemon_cpu_pct: 100.0 * cpu.saturating_sub(*cpu_prev).as_secs_f64() / dt,
+            decisions,
+            decision_us_mean: if decisions == 0 {
+                0.0
+            } else {
+                (t.decision_ns_sum - tot_prev.decision_ns_sum) as f64 / decisions as f64 / 1e3
+            },
+            decision_us_max: t.decision_ns_max as f64 / 1e3,
+            policy: self.policy.stats().into_iter().collect(),
+        };
+        let mut reset = self.totals.clone();
+        self.totals.decision_ns_max = 0;
+        reset.decision_ns_max = 0;
+        self.last_stats = (now, reset, counters, cpu);
+        rec
+    }
+
+    /// Restores every setting the daemon changed on threads still alive and stops.
+    pub fn finish(mut self) -> RestoreReport {
+        self.restore()
+    }
+
+    fn restore(&mut self) -> RestoreReport {
+        self.finished = true;
+        self.journal.restore_all()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if !self.finished {
+            let rep = self.restore();
+            if !rep.failed.is_empty() {
+                eprintln!(
+                    "cachesched: could not restore {} thread(s): {:?}",
+                    rep.failed.len(),
+                    rep.failed
+                );
+            }
+        }
+    }
+}
+
+fn read_counters(tr: &mut Tracked) {
+    for c in &tr.perf {
+        if let Ok(v) = c.read() {
+            *tr.counters.get_mut(c.kind()) = v;
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! This process's signals and children: stop signals for the daemon (SIGINT, SIGTERM
+//! and SIGHUP set a flag, remembering which signal came, instead of killing the process,
+//! so that the daemon can restore what it changed before it exits and pass the signal
+//! on to the command it launched), and reaping the children it launched.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+static STOP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // only an atomic store: async-signal-safe
+    STOP.store(sig, Ordering::SeqCst);
+}
+
+/// Installs the handlers. Returns an error naming the signal if one cannot be installed.
+pub fn install_stop_handlers() -> std::io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction with a handler that only stores to an atomic.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+        if unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The stop signal received so far, if any.
+pub fn stop_signal() -> Option<i32> {
+    match STOP.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Sends `sig` to process `pid` (a vanished process is not an error).
+pub fn send(pid: i32, sig: i32) {
+    // SAFETY: kill with plain integers.
+    unsafe { libc::kill(pid, sig) };
+}
+
+/// SIGKILL.
+pub const SIGKILL: i32 = libc::SIGKILL;
+
+/// The calling thread's id.
+pub fn current_tid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Reaps every exited child without blocking; returns `pid`'s wait status if it was
+/// among them.
+pub fn reap(pid: i32) -> Option<i32> {
+    let mut found = None;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on any child, non-blocking, into a local.
+        let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if r <= 0 {
+            return found;
+        }
+        if r == pid {
+            found = Some(status);
+        }
+    }
+}
+
+/// The shell's exit code for a wait status: the exit status, or 128+N for signal N.
+pub fn exit_code(status: i32) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_signal_sets_the_flag_instead_of_killing() {
+        install_stop_handlers().unwrap();
+        assert_eq!(stop_signal(), None);
+        // SAFETY: raise with a handled signal.
+        unsafe { libc::raise(libc::SIGHUP) };
+        assert_eq!(stop_signal(), Some(libc::SIGHUP));
+    }
+
+    #[test]
+    fn exit_codes_follow_the_shell() {
+        // reaped with waitpid below, which clippy cannot see
+        #[allow(clippy::zombie_processes)]
+        let run = |script: &str| {
+            let c = std::process::Command::new("sh")
+                .args(["-c", script])
+                .spawn()
+                .unwrap();
+            // (not `reap`: it would also reap other tests' children)
+            let mut st = 0;
+            assert_eq!(
+                unsafe { libc::waitpid(c.id() as i32, &mut st, 0) },
+                c.id() as i32
+            );
+            exit_code(st)
+        };
+        assert_eq!(run("exit 3"), 3);
+        assert_eq!(run("kill -TERM $$"), 128 + libc::SIGTERM);
+    }
+}

@@ -1,0 +1,289 @@
+//! Processes and threads from `/proc`: who exists, who is whose parent, what a thread is
+//! doing, and the kernel's own per-thread switch and migration counts.
+//!
+//! Everything here races with threads exiting; a thread or process that vanished between
+//! listing and reading is reported as [`ProcError::Gone`], which callers treat as normal.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A process id (thread-group id).
+pub type Pid = i32;
+
+/// Why a `/proc` (or cgroup) read failed.
+#[derive(Debug, Error)]
+pub enum ProcError {
+    /// The process or thread no longer exists.
+    #[error("{path} is gone")]
+    Gone {
+        /// The file or directory.
+        path: String,
+    },
+    /// A file could not be read for another reason.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// A file's content is not what the kernel documents.
+    #[error("malformed {path}: {content:?}")]
+    Malformed {
+        /// The file.
+        path: String,
+        /// What it contained (first line).
+        content: String,
+    },
+}
+
+fn read(path: &Path) -> Result<String, ProcError> {
+    std::fs::read_to_string(path).map_err(|e| gone_or(path, e))
+}
+
+fn gone_or(path: &Path, e: io::Error) -> ProcError {
+    let path = path.display().to_string();
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ESRCH) => ProcError::Gone { path },
+        _ => ProcError::Read { path, source: e },
+    }
+}
+
+fn malformed(path: &Path, s: &str) -> ProcError {
+    ProcError::Malformed {
+        path: path.display().to_string(),
+        content: s.lines().next().unwrap_or("").chars().take(200).collect(),
+    }
+}
+
+/// The fields of `/proc/…/stat` that cachesched uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// The id in the first field (process or thread).
+    pub id: i32,
+    /// The command name (without parentheses; may contain spaces and parentheses).
+    pub comm: String,
+    /// State letter: `R` running or runnable, `S`/`D` sleeping, `Z` zombie, `T` stopped…
+    pub state: char,
+    /// Parent process id.
+    pub ppid: Pid,
+    /// Start time in clock ticks after boot: with the id, it names a thread uniquely.
+    pub starttime: u64,
+    /// The CPU it last ran on.
+    pub processor: u32,
+}
+
+impl Stat {
+    /// Whether the thread is running or waiting for a CPU.
+    pub fn runnable(&self) -> bool {
+        self.state == 'R'
+    }
+
+    /// Whether it has exited (zombie or dead) but is not yet reaped.
+    pub fn exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// Parses the content of a `stat` file. The command name is everything between the
+/// first `(` and the last `)`, so that names containing `) ` parse correctly.
+pub fn parse_stat(s: &str) -> Option<Stat> {
+    let open = s.find('(')?;
+    let close = s.rfind(')')?;
+    if close < open {
+        return None;
+    }
+    let id = s[..open].trim().parse().ok()?;
+    let comm = s[open + 1..close].to_string();
+    // fields after the name, numbered from 3 (state) as in proc(5)
+    let rest: Vec<&str> = s[close + 1..].split_whitespace().collect();
+    let field = |n: usize| rest.get(n - 3).copied();
+    Some(Stat {
+        id,
+        comm,
+        state: field(3)?.chars().next()?,
+        ppid: field(4)?.parse().ok()?,
+        starttime: field(22)?.parse().ok()?,
+        processor: field(39)?.parse().ok()?,
+    })
+}
+
+fn stat_at(path: &Path) -> Result<Stat, ProcError> {
+    let s = read(path)?;
+    parse_stat(&s).ok_or_else(|| malformed(path, &s))
+}
+
+fn task_dir(pid: Pid, tid: i32) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/task/{tid}"))
+}
+
+/// `/proc/PID/stat` of a process.
+pub fn process_stat(pid: Pid) -> Result<Stat, ProcError> {
+    stat_at(Path::new(&format!("/proc/{pid}/stat")))
+}
+
+/// `/proc/PID/task/TID/stat` of a thread.
+pub fn thread_stat(pid: Pid, tid: i32) -> Result<Stat, ProcError> {
+    stat_at(&task_dir(pid, tid).join("stat"))
+}
+
+fn numeric_entries(dir: &Path) -> Result<Vec<i32>, ProcError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| gone_or(dir, e))?;
+    let mut v: Vec<i32> = rd
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// Every process id in `/proc`, ascending.
+pub fn pids() -> Result<Vec<Pid>, ProcError> {
+    numeric_entries(Path::new("/proc"))
+}
+
+/// The thread ids of process `pid`, ascending.
+pub fn tasks(pid: Pid) -> Result<Vec<i32>, ProcError> {
+    numeric_entries(Path::new(&format!("/proc/{pid}/task")))
+}
+
+/// The process (thread group) a thread id belongs to, from `/proc/TID/status`.
+pub fn tgid_of(tid: i32) -> Result<Pid, ProcError> {
+    let path = PathBuf::from(format!("/proc/{tid}/status"));
+    let s = read(&path)?;
+    status_field(&s, "Tgid")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| malformed(&path, &s))
+}
+
+fn status_field<'a>(s: &'a str, key: &str) -> Option<&'a str> {
+    s.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k == key).then(|| v.trim())
+    })
+}
+
+/// A thread's context switches as the kernel counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Switches {
+    /// The thread blocked or yielded.
+    pub voluntary: u64,
+    /// The thread was preempted (its slice ended or a waking thread took the CPU).
+    pub involuntary: u64,
+}
+
+/// Parses the switch counts out of a `status` file.
+pub fn parse_switches(s: &str) -> Option<Switches> {
+    Some(Switches {
+        voluntary: status_field(s, "voluntary_ctxt_switches")?.parse().ok()?,
+        involuntary: status_field(s, "nonvoluntary_ctxt_switches")?
+            .parse()
+            .ok()?,
+    })
+}
+
+/// Context switches of thread `tid` of process `pid`.
+pub fn thread_switches(pid: Pid, tid: i32) -> Result<Switches, ProcError> {
+    let path = task_dir(pid, tid).join("status");
+    let s = read(&path)?;
+    parse_switches(&s).ok_or_else(|| malformed(&path, &s))
+}
+
+/// Migrations of thread `tid` (`se.nr_migrations` in `/proc/…/sched`); `None` where
+/// the kernel does not expose the scheduler's debug file.
+pub fn thread_migrations(pid: Pid, tid: i32) -> Result<Option<u64>, ProcError> {
+    let path = task_dir(pid, tid).join("sched");
+    let s = match read(&path) {
+        Ok(s) => s,
+        Err(ProcError::Gone { .. }) if task_dir(pid, tid).exists() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(s.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "se.nr_migrations").then(|| v.trim().parse().ok())?
+    }))
+}
+
+/// Time thread `tid` spent on a CPU, ns (`/proc/…/schedstat`, first field).
+pub fn thread_cpu_ns(pid: Pid, tid: i32) -> Result<u64, ProcError> {
+    let path = task_dir(pid, tid).join("schedstat");
+    let s = read(&path)?;
+    s.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| malformed(&path, &s))
+}
+
+/// The threads in a cgroup directory: `cgroup.threads` (v2) or `tasks` (v1).
+pub fn cgroup_threads(dir: &Path) -> Result<Vec<i32>, ProcError> {
+    let v2 = dir.join("cgroup.threads");
+    let file = if v2.exists() { v2 } else { dir.join("tasks") };
+    let s = std::fs::read_to_string(&file).map_err(|e| ProcError::Read {
+        path: file.display().to_string(),
+        source: e,
+    })?;
+    let mut v = Vec::new();
+    for l in s.lines().filter(|l| !l.trim().is_empty()) {
+        v.push(l.trim().parse().map_err(|_| malformed(&file, l))?);
+    }
+    v.sort_unstable();
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parses_names_with_spaces_and_parentheses() {
+        let line = "42 (a) b (c)) S 7 42 7 0 -1 4194304 98 0 1 0 0 0 0 0 20 0 1 0 2479519 \
+                    3133440 406 18446744073709551615 1 2 3 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
+        let s = parse_stat(line).unwrap();
+        assert_eq!(s.id, 42);
+        assert_eq!(s.comm, "a) b (c)");
+        assert_eq!(
+            (s.state, s.ppid, s.starttime, s.processor),
+            ('S', 7, 2479519, 1)
+        );
+        assert!(parse_stat("42 (x) S 7").is_none(), "truncated");
+        assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn reads_this_process_and_its_threads() {
+        let me = std::process::id() as Pid;
+        assert_eq!(process_stat(me).unwrap().id, me);
+        let mine = unsafe { libc::gettid() };
+        let st = thread_stat(me, mine).unwrap();
+        assert_eq!(st.id, mine);
+        assert!(st.runnable(), "this thread is running: {st:?}");
+        assert!(pids().unwrap().contains(&me));
+        let h = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(300)));
+        let tids = tasks(me).unwrap();
+        assert!(tids.len() >= 2, "{tids:?}");
+        for &t in &tids {
+            assert_eq!(tgid_of(t).unwrap(), me);
+        }
+        thread_switches(me, mine).unwrap();
+        assert!(thread_cpu_ns(me, mine).unwrap() > 0);
+        h.join().unwrap();
+        assert!(matches!(
+            process_stat(i32::MAX),
+            Err(ProcError::Gone { .. })
+        ));
+        assert!(matches!(tasks(i32::MAX), Err(ProcError::Gone { .. })));
+    }
+
+    #[test]
+    fn switch_counts_parse() {
+        let s = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(
+            parse_switches(s),
+            Some(Switches {
+                voluntary: 12,
+                involuntary: 3
+            })
+        );
+        assert_eq!(parse_switches("Name:\tx\n"), None);
+    }
+}
