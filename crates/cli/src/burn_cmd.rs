@@ -28,6 +28,9 @@ pub struct BurnArgs {
     /// Print one JSON line per thread at the end.
     #[arg(long)]
     report: bool,
+    /// Pin the whole process to this OS CPU first.
+    #[arg(long, value_name = "CPU")]
+    cpu: Option<usize>,
 }
 
 /// What one thread reports.
@@ -79,6 +82,9 @@ fn report(rounds: u64) -> Result<ThreadReport> {
 pub fn run(a: BurnArgs) -> Result<()> {
     if a.threads == 0 || a.work_us == 0 {
         bail!("--threads and --work-us must be at least 1");
+    }
+    if let Some(c) = a.cpu {
+        cachesched_linux::sched::set_affinity(cachesched_linux::process::current_tid(), &[c])?;
     }
     let until = Instant::now() + Duration::from_millis(a.ms);
     let work = Duration::from_micros(a.work_us);

@@ -1,0 +1,373 @@
+//! `cachesched run` on real processes of this machine: directives take effect, are
+//! restored after a normal exit, SIGTERM and a panic, and have their real effect
+//! (fewer involuntary context switches with long slices, fewer migrations with
+//! affinity). The tests serialise on a lock: they measure the kernel's scheduling of
+//! CPU-bound processes, which other tests running at the same time would disturb.
+
+use cachesched_linux::process::{send, SIGKILL};
+use cachesched_linux::sched::{self, Settings};
+use cachesched_linux::{procfs, read_host_topology};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const BIN: &str = env!("CARGO_BIN_EXE_cachesched");
+
+fn bin() -> Command {
+    Command::new(BIN)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A CPU-bound process with `threads` spinning threads, running for `ms`.
+fn burner(threads: usize, ms: u64) -> Child {
+    let c = bin()
+        .args([
+            "burn",
+            "--threads",
+            &threads.to_string(),
+            "--ms",
+            &ms.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // wait until its threads exist
+    let t0 = Instant::now();
+    while procfs::tasks(c.id() as i32).map_or(0, |t| t.len()) < threads + 1 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "burner never started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    c
+}
+
+fn settings_of(pids: &[i32]) -> BTreeMap<i32, Settings> {
+    pids.iter()
+        .flat_map(|&p| procfs::tasks(p).unwrap())
+        .map(|t| (t, Settings::read(t).unwrap()))
+        .collect()
+}
+
+/// Waits for `c` to exit, at most `secs`.
+fn wait(mut c: Child, secs: u64) -> Output {
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(secs) {
+            let _ = c.kill();
+            panic!("did not exit within {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.wait_with_output().unwrap()
+}
+
+/// Polls until every thread of `pids` shows the demo policy's directives (one CPU,
+/// `slice_ms` slice, `nice`), or fails after 5 s.
+fn await_directives(pids: &[i32], slice_ms: u64, nice: i32) {
+    let t0 = Instant::now();
+    loop {
+        let now = settings_of(pids);
+        let ok = now.values().all(|s| {
+            s.affinity.len() == 1
+                && s.nice == nice
+                && (sched::kernel_honours_slices() != Some(true)
+                    || s.slice_ns == slice_ms * 1_000_000)
+        });
+        if ok {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "directives not applied: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn daemon_on(pids: &[i32], extra: &[&str]) -> Child {
+    let mut args = vec![
+        "run".to_string(),
+        "--policy".into(),
+        "demo:slice_ms=30,nice=7".into(),
+    ];
+    for p in pids {
+        args.push("--pid".into());
+        args.push(p.to_string());
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    bin()
+        .args(&args)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn kill_all(cs: Vec<Child>) {
+    for mut c in cs {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+#[test]
+fn directives_apply_and_are_restored_after_exit_sigterm_and_panic() {
+    let _g = serial();
+    let a = burner(2, 30_000);
+    let b = burner(1, 30_000);
+    let pids = [a.id() as i32, b.id() as i32];
+    let before = settings_of(&pids);
+    assert_eq!(before.len(), 5);
+    assert!(before
+        .values()
+        .all(|s| s.nice != 7 && s.slice_ns != 30_000_000));
+
+    // 1. normal exit (--duration-s)
+    let d = daemon_on(&pids, &["--duration-s", "1.5"]);
+    await_directives(&pids, 30, 7);
+    let out = wait(d, 20);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("restored the settings of 5 thread(s)"),
+        "{err}"
+    );
+    assert_eq!(settings_of(&pids), before, "after a normal exit");
+
+    // 2. SIGTERM
+    let d = daemon_on(&pids, &[]);
+    await_directives(&pids, 30, 7);
+    send(d.id() as i32, 15);
+    let out = wait(d, 20);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("stopped (signal 15)"), "{err}");
+    assert_eq!(settings_of(&pids), before, "after SIGTERM");
+
+    // 3. a panic inside the daemon loop
+    let d = daemon_on(&pids, &["--debug-panic-after-ms", "1500"]);
+    await_directives(&pids, 30, 7);
+    let out = wait(d, 20);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(101), "{err}");
+    assert!(err.contains("deliberate panic"), "{err}");
+    assert_eq!(settings_of(&pids), before, "after a panic");
+
+    kill_all(vec![a, b]);
+}
+
+#[test]
+fn a_launched_command_is_managed_with_its_children_and_its_exit_code_propagates() {
+    let _g = serial();
+    let d = tmp("run-command");
+    let pidfile = d.join("pid");
+    // the command starts a burner in the background that outlives it, then exits 7
+    let script = format!(
+        "{BIN} burn --threads 2 --ms 20000 >/dev/null & echo $! > {}; sleep 1.5; exit 7",
+        pidfile.display()
+    );
+    let json = d.join("stats.jsonl");
+    let c = bin()
+        .args([
+            "run",
+            "--policy",
+            "demo:slice_ms=30,nice=7",
+            "--stats",
+            "0.5",
+            "--json",
+        ])
+        .arg(&json)
+        .args(["--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let burner = loop {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            if procfs::tasks(p).map_or(0, |t| t.len()) == 3 {
+                break p;
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "no burner");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // the burner's threads were created after it started: all get the directives
+    await_directives(&[burner], 30, 7);
+    let out = wait(c, 20);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(7), "{err}");
+    // the burner outlived the command: back to what it had unmanaged (inherited
+    // from the shell, whose originals were the test's)
+    let me = Settings::read(cachesched_linux::process::current_tid()).unwrap();
+    for (t, s) in settings_of(&[burner]) {
+        assert_eq!(s.nice, me.nice, "thread {t}");
+        assert_eq!(
+            s.affinity,
+            sched::affinity(std::process::id() as i32).unwrap()
+        );
+        assert_eq!(s.slice_ns, me.slice_ns);
+    }
+    send(burner, SIGKILL);
+    // JSON lines: the resolved configuration, stats records, a final record
+    let text = std::fs::read_to_string(&json).unwrap();
+    let recs: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        recs[0]["config"]["policies"][0]["slice_ms"] == 30.0,
+        "{}",
+        recs[0]
+    );
+    assert_eq!(recs[0]["config"]["seed"], 1);
+    assert!(recs.len() >= 4, "{text}");
+    assert!(recs[1]["stats"]["threads"].as_u64().unwrap() >= 1);
+    let fin = &recs.last().unwrap()["final"];
+    assert_eq!(fin["exit_code"], 7);
+    assert_eq!(fin["stopped_by"], "command exited");
+    assert!(fin["restored"].as_u64().unwrap() >= 3, "{fin}");
+}
+
+/// Sums a field over the JSON lines `burn --report` printed.
+fn sum(out: &[u8], field: &str) -> Option<u64> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()[field].as_u64())
+        .sum()
+}
+
+/// Runs `script` with `sh`, under `cachesched run --policy POLICY` if one is given.
+fn sh(script: &str, policy: Option<&str>) -> Output {
+    let out = match policy {
+        Some(p) => bin()
+            .args(["run", "--policy", p, "--", "sh", "-c", script])
+            .output(),
+        None => Command::new("sh").args(["-c", script]).output(),
+    }
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn static_aggregation_cuts_involuntary_context_switches() {
+    let _g = serial();
+    // two CPU-bound processes sharing OS CPU 0 for 2 s
+    let one = format!("{BIN} burn --cpu 0 --ms 2000 --report");
+    let script = format!("{one} & {one}; wait");
+    let default = sum(&sh(&script, None).stdout, "involuntary_switches").unwrap();
+    let long = sum(
+        &sh(&script, Some("timeslice")).stdout,
+        "involuntary_switches",
+    )
+    .unwrap();
+    eprintln!("involuntary context switches in 2 s: default {default}, 45 ms slices {long}");
+    assert!(
+        default >= 100,
+        "the two processes hardly competed: {default}"
+    );
+    if sched::kernel_honours_slices() == Some(true) {
+        assert!(
+            long * 5 < default,
+            "45 ms slices should cut switches by a large factor: {long} vs {default}"
+        );
+    }
+}
+
+#[test]
+fn affinity_cuts_migrations() {
+    let _g = serial();
+    let host = read_host_topology().unwrap();
+    if host.topology.nr_cores() < 2 {
+        eprintln!("one core: nothing to keep threads apart from; skipped");
+        return;
+    }
+    // three threads on (at least) two cores, sleeping briefly between bursts
+    let burn = format!("{BIN} burn --threads 3 --work-us 3000 --sleep-us 500 --ms 2000 --report");
+    let free = sh(&burn, None);
+    let Some(unmanaged) = sum(&free.stdout, "migrations") else {
+        eprintln!("this kernel has no se.nr_migrations in /proc/…/sched; skipped");
+        return;
+    };
+    let managed = sum(&sh(&burn, Some("affinity:home=core")).stdout, "migrations").unwrap();
+    eprintln!("migrations in 2 s: unmanaged {unmanaged}, affinity {managed}");
+    assert!(unmanaged >= 30, "the kernel hardly migrated: {unmanaged}");
+    assert!(
+        managed * 5 < unmanaged,
+        "affinity should cut migrations: {managed} vs {unmanaged}"
+    );
+}
+
+#[test]
+fn a_policy_needing_missing_counters_refuses_to_start() {
+    let probe = cachesched_linux::daemon::available_counters();
+    let has_llc = probe
+        .iter()
+        .any(|(k, r)| k.name() == "llc_misses" && r.is_ok());
+    let out = bin()
+        .args(["run", "--policy", "timeslice:mode=dynamic", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if has_llc {
+        assert!(out.status.success(), "{err}");
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("needs counters"), "{err}");
+        assert!(err.contains("llc_misses"), "{err}");
+        assert!(err.contains("PMU") || err.contains("paranoid"), "{err}");
+        // and it never launched the command
+        assert!(!err.contains("restored"), "{err}");
+    }
+}
+
+#[test]
+fn bad_run_input_is_named() {
+    let run = |args: &[&str]| {
+        let out = bin().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let e = run(&["run", "--policy", "affinity"]);
+    assert!(e.contains("nothing to manage"), "{e}");
+    let e = run(&["run", "--policy", "affinity", "--pid", "2147483647"]);
+    assert!(e.contains("2147483647 does not exist"), "{e}");
+    let e = run(&["run", "--policy", "nosuch", "--", "true"]);
+    assert!(e.contains("unknown policy"), "{e}");
+    let e = run(&["run", "--policy", "timeslice", "--stats", "0", "--", "true"]);
+    assert!(e.contains("--stats must be a positive"), "{e}");
+    let e = run(&[
+        "run",
+        "--policy",
+        "timeslice",
+        "--cgroup",
+        "/nonexistent/cg",
+    ]);
+    assert!(e.contains("cannot use cgroup /nonexistent/cg"), "{e}");
+    let e = run(&["run", "--policy", "timeslice", "--", "/nonexistent/cmd"]);
+    assert!(e.contains("cannot launch"), "{e}");
+}
