@@ -22,6 +22,9 @@ pub enum BenchCommand {
     /// CASC's decision cost: the PCMR linear solve and the bucketization at 18, 100 and
     /// 1,000 threads, against the 10 ms slice the scheduler decides for.
     Casc(CascBenchArgs),
+    /// The Linux daemon's own CPU time and decision latency with 10, 100 and 1,000
+    /// managed threads.
+    Daemon(crate::bench_daemon::DaemonBenchArgs),
 }
 
 /// Arguments of `cachesched bench casc`.
@@ -329,5 +332,6 @@ pub fn run(c: BenchCommand) -> Result<()> {
         BenchCommand::Engine(a) => run_engine(a),
         BenchCommand::Workloads(a) => run_workloads(a),
         BenchCommand::Casc(a) => run_casc(a),
+        BenchCommand::Daemon(a) => crate::bench_daemon::run(a),
     }
 }

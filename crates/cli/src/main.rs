@@ -1,6 +1,7 @@
 //! `cachesched`: cache-aware scheduling on a simulated machine or a real Linux host.
 
 mod bench_cmd;
+mod bench_daemon;
 mod burn_cmd;
 mod experiment;
 mod info_cmd;

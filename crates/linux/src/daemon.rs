@@ -27,7 +27,7 @@
 //! so by a warning.
 
 use crate::perf::{self, Counter, PerfError};
-use crate::procfs::{self, Pid, ProcError, Stat};
+use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
 use crate::sched::{Journal, RestoreReport, SchedError, Settings, Tid};
 use crate::sysfs::HostTopology;
 use cachesched_core::{
@@ -136,6 +136,7 @@ struct Tracked {
     pid: Pid,
     info: ThreadInfo,
     stat: Stat,
+    stat_file: StatFile,
     perf: Vec<Counter>,
     counters: Counters,
     /// Dense CPUs it may use.
@@ -363,6 +364,8 @@ pub struct Daemon {
     procs: BTreeMap<Pid, Proc>,
     /// Processes seen and found unmanaged (not re-read while they exist).
     others: BTreeSet<Pid>,
+    /// `/proc/loadavg`'s last pid at the previous scan.
+    last_pid: Option<Pid>,
     tick_period: Option<Nanos>,
     next_tick: Option<Instant>,
     next_scan: Instant,
@@ -510,6 +513,7 @@ impl Daemon {
             me: std::process::id() as Pid,
             procs,
             others: BTreeSet::new(),
+            last_pid: None,
             tick_period: None,
             next_tick: None,
             next_scan: now,
@@ -782,9 +786,36 @@ impl Daemon {
                 }
             }
             Target::Descendants | Target::Processes { .. } => {
-                self.discover_processes()?;
+                // nothing was created anywhere while the last pid stays the same: then
+                // only exits can have happened, which a process's thread count shows
+                let last = procfs::last_pid().ok();
+                let created = last.is_none() || last != self.last_pid;
+                self.last_pid = last;
+                if created {
+                    self.discover_processes()?;
+                }
+                let mut known: BTreeMap<Pid, Vec<Tid>> = BTreeMap::new();
+                for (&tid, t) in &self.state.threads {
+                    known.entry(t.pid).or_default().push(tid);
+                }
                 let pids: Vec<Pid> = self.procs.keys().copied().collect();
                 for pid in pids {
+                    if !created {
+                        let known = known.remove(&pid).unwrap_or_default();
+                        // the leader thread's stat: the process's would sum over threads
+                        match procfs::thread_stat(pid, pid) {
+                            Ok(st) if st.num_threads as usize == known.len() && !st.exited() => {
+                                now.extend(known.into_iter().map(|t| (t, pid)));
+                                continue;
+                            }
+                            Ok(_) => {}
+                            Err(ProcError::Gone { .. }) => {
+                                self.procs.remove(&pid);
+                                continue;
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
                     match procfs::tasks(pid) {
                         Ok(tids) => {
                             for tid in tids {
@@ -893,7 +924,12 @@ impl Daemon {
 
     /// Takes over a new thread; `false` if it vanished first.
     fn started(&mut self, tid: Tid, pid: Pid) -> Result<bool, DaemonError> {
-        let stat = match procfs::thread_stat(pid, tid) {
+        let stat_file = match StatFile::open(pid, tid) {
+            Ok(f) => f,
+            Err(ProcError::Gone { .. }) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        let stat = match stat_file.read() {
             Ok(s) if !s.exited() => s,
             Ok(_) | Err(ProcError::Gone { .. }) => return Ok(false),
             Err(e) => return Err(e.into()),
@@ -962,6 +998,7 @@ impl Daemon {
                 process: pid as u32,
             },
             stat,
+            stat_file,
             perf,
             counters: Counters::default(),
             mask,
@@ -977,8 +1014,8 @@ impl Daemon {
     /// Re-reads every thread's state (runnable, last CPU); a thread found exited is
     /// left for the next scan.
     fn refresh_states(&mut self) {
-        for (&tid, tr) in self.state.threads.iter_mut() {
-            if let Ok(s) = procfs::thread_stat(tr.pid, tid) {
+        for tr in self.state.threads.values_mut() {
+            if let Ok(s) = tr.stat_file.read() {
                 tr.stat = s;
             }
         }
@@ -1082,5 +1119,42 @@ fn read_counters(tr: &mut Tracked) {
         if let Ok(v) = c.read() {
             *tr.counters.get_mut(c.kind()) = v;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inherited_settings_take_the_creators_originals_only_where_changed() {
+        let creator = Settings {
+            affinity: vec![0, 1, 2, 3],
+            slice_ns: 0,
+            nice: 0,
+        };
+        // the new thread inherited a changed mask and nice; its slice is its own
+        let actual = Settings {
+            affinity: vec![2],
+            slice_ns: 7_000_000,
+            nice: 5,
+        };
+        let t = Touched {
+            affinity: true,
+            slice: false,
+            nice: true,
+        };
+        assert_eq!(
+            t.original(&creator, actual.clone()),
+            Settings {
+                affinity: vec![0, 1, 2, 3],
+                slice_ns: 7_000_000,
+                nice: 0
+            }
+        );
+        assert_eq!(
+            Touched::default().original(&creator, actual.clone()),
+            actual
+        );
     }
 }

@@ -68,6 +68,8 @@ pub struct Stat {
     pub state: char,
     /// Parent process id.
     pub ppid: Pid,
+    /// Threads in the process.
+    pub num_threads: u32,
     /// Start time in clock ticks after boot: with the id, it names a thread uniquely.
     pub starttime: u64,
     /// The CPU it last ran on.
@@ -96,16 +98,22 @@ pub fn parse_stat(s: &str) -> Option<Stat> {
     }
     let id = s[..open].trim().parse().ok()?;
     let comm = s[open + 1..close].to_string();
-    // fields after the name, numbered from 3 (state) as in proc(5)
-    let rest: Vec<&str> = s[close + 1..].split_whitespace().collect();
-    let field = |n: usize| rest.get(n - 3).copied();
+    // fields after the name, numbered from 3 (state) as in proc(5); one pass, no
+    // allocation (the daemon parses this for every managed thread at every tick)
+    let mut it = s[close + 1..].split_ascii_whitespace();
+    let state = it.next()?.chars().next()?;
+    let ppid = it.next()?.parse().ok()?;
+    let num_threads = it.nth(20 - 5)?.parse().ok()?;
+    let starttime = it.nth(22 - 21)?.parse().ok()?;
+    let processor = it.nth(39 - 23)?.parse().ok()?;
     Some(Stat {
         id,
         comm,
-        state: field(3)?.chars().next()?,
-        ppid: field(4)?.parse().ok()?,
-        starttime: field(22)?.parse().ok()?,
-        processor: field(39)?.parse().ok()?,
+        state,
+        ppid,
+        num_threads,
+        starttime,
+        processor,
     })
 }
 
@@ -116,6 +124,46 @@ fn stat_at(path: &Path) -> Result<Stat, ProcError> {
 
 fn task_dir(pid: Pid, tid: i32) -> PathBuf {
     PathBuf::from(format!("/proc/{pid}/task/{tid}"))
+}
+
+/// A thread's `stat` file kept open: re-reading it costs a quarter of opening it anew,
+/// and it fails with [`ProcError::Gone`] once the thread has exited.
+#[derive(Debug)]
+pub struct StatFile {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl StatFile {
+    /// Opens `/proc/PID/task/TID/stat`.
+    pub fn open(pid: Pid, tid: i32) -> Result<StatFile, ProcError> {
+        let path = task_dir(pid, tid).join("stat");
+        let file = std::fs::File::open(&path).map_err(|e| gone_or(&path, e))?;
+        Ok(StatFile { file, path })
+    }
+
+    /// Reads the current content.
+    pub fn read(&self) -> Result<Stat, ProcError> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 1024];
+        let n = self
+            .file
+            .read_at(&mut buf, 0)
+            .map_err(|e| gone_or(&self.path, e))?;
+        let s = String::from_utf8_lossy(&buf[..n]);
+        parse_stat(&s).ok_or_else(|| malformed(&self.path, &s))
+    }
+}
+
+/// The id of the most recently created process or thread (last field of
+/// `/proc/loadavg`): while it stays the same, nothing was created anywhere.
+pub fn last_pid() -> Result<Pid, ProcError> {
+    let path = Path::new("/proc/loadavg");
+    let s = read(path)?;
+    s.split_whitespace()
+        .last()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| malformed(path, &s))
 }
 
 /// `/proc/PID/stat` of a process.
@@ -265,6 +313,35 @@ mod tests {
             assert_eq!(tgid_of(t).unwrap(), me);
         }
         thread_switches(me, mine).unwrap();
+        // a kept-open stat file re-reads, and says Gone once its thread exited
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            let _ = wait.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let f = StatFile::open(me, tid).unwrap();
+        assert_eq!(f.read().unwrap().id, tid);
+        assert_eq!(f.read().unwrap().id, tid, "re-readable");
+        go.send(()).unwrap();
+        t.join().unwrap();
+        let t0 = std::time::Instant::now();
+        while f.read().is_ok() {
+            assert!(t0.elapsed().as_secs() < 5, "exited thread still readable");
+        }
+        assert!(
+            matches!(f.read(), Err(ProcError::Gone { .. })),
+            "{:?}",
+            f.read()
+        );
+        let before = last_pid().unwrap();
+        std::thread::spawn(|| ()).join().unwrap();
+        assert_ne!(
+            last_pid().unwrap(),
+            before,
+            "creating a thread moves last_pid"
+        );
         assert!(thread_cpu_ns(me, mine).unwrap() > 0);
         h.join().unwrap();
         assert!(matches!(

@@ -423,6 +423,31 @@ mod tests {
     }
 
     #[test]
+    fn only_what_was_changed_is_put_back_and_tracked_originals_win() {
+        let (mut c, tid) = child();
+        let before = Settings::read(tid).unwrap();
+        let mut j = Journal::new();
+        j.set_nice(tid, before.nice + 2).unwrap();
+        // the program pins itself meanwhile: not ours to undo
+        set_affinity(tid, &[0]).unwrap();
+        let rep = j.restore_all();
+        assert_eq!(rep.restored, 1);
+        assert_eq!(nice(tid).unwrap(), before.nice);
+        assert_eq!(affinity(tid).unwrap(), vec![0]);
+        // a thread that inherited changed settings is given its creator's originals
+        let mut j = Journal::new();
+        j.track(tid, before.clone());
+        j.set_nice(tid, before.nice + 4).unwrap();
+        j.set_affinity(tid, &[0]).unwrap();
+        assert_eq!(j.original(tid), Some(&before));
+        assert_eq!(j.changed(), 1);
+        j.restore_all();
+        assert_eq!(Settings::read(tid).unwrap(), before);
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    #[test]
     fn a_vanished_thread_is_gone_not_an_error() {
         let (mut c, tid) = child();
         let mut j = Journal::new();

@@ -1,0 +1,120 @@
+//! `cachesched bench daemon`: the Linux daemon's own CPU cost and decision latency with
+//! 10, 100 and 1,000 managed threads, side by side with the periods it decides for.
+
+use anyhow::{Context, Result};
+use cachesched_linux::daemon::{own_cpu_time, Daemon, DaemonConfig, Target};
+use cachesched_policies::{build_policy, PolicySpec};
+use clap::Args;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Arguments of `cachesched bench daemon`.
+#[derive(Args, Debug)]
+pub struct DaemonBenchArgs {
+    /// Managed thread counts, comma-separated.
+    #[arg(
+        long,
+        value_name = "N,…",
+        default_value = "10,100,1000",
+        value_delimiter = ','
+    )]
+    threads: Vec<usize>,
+    /// Seconds measured per run (after the start-up, which is reported apart).
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    seconds: f64,
+    /// Policies to measure, each as name or name:key=value,….
+    #[arg(
+        long = "policy",
+        value_name = "SPEC",
+        default_values_t = ["affinity:home=core".to_string(), "timeslice".to_string()]
+    )]
+    policies: Vec<String>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// `cachesched bench daemon`.
+pub fn run(a: DaemonBenchArgs) -> Result<()> {
+    let host = cachesched_linux::read_host_topology()?;
+    let config = DaemonConfig::default();
+    println!(
+        "the daemon managing a load of N threads (each computes 0.1 ms every 100 ms) for {} s;\n\
+         CPU = the daemon's own CPU time over wall time (percent of one CPU); decisions = a\n\
+         policy hook and its directives (thread start, exit, tick); the scan (every {} ms)\n\
+         and the tick are the periods they must fit in\n",
+        a.seconds, config.scan_ms
+    );
+    println!(
+        "{:<20} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12}",
+        "policy", "N", "start ms", "CPU %", "CPU/thr", "decisions", "p50 us", "p99 us", "max us"
+    );
+    for spec in &a.policies {
+        let spec = PolicySpec::parse(spec)?;
+        for &n in &a.threads {
+            let ms = (a.seconds * 1000.0) as u64 + 5000;
+            let mut load = Command::new(std::env::current_exe()?)
+                .args(["burn", "--threads", &n.to_string(), "--ms", &ms.to_string()])
+                .args(["--work-us", "100", "--sleep-us", "100000"])
+                .stdout(Stdio::null())
+                .spawn()
+                .context("cannot start the load")?;
+            let pid = load.id() as i32;
+            let t0 = Instant::now();
+            while cachesched_linux::procfs::tasks(pid).map_or(0, |t| t.len()) < n + 1 {
+                if t0.elapsed() > Duration::from_secs(20) {
+                    let _ = load.kill();
+                    anyhow::bail!("the load did not start {n} threads");
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let target = Target::Processes {
+                pids: vec![pid],
+                children: true,
+            };
+            let s0 = Instant::now();
+            let mut d = Daemon::start(host.clone(), build_policy(&spec), target, config.clone())?;
+            let start_ms = s0.elapsed().as_secs_f64() * 1e3;
+            let skip = d.latencies().us.len();
+            let (w0, c0) = (Instant::now(), own_cpu_time());
+            let mut next_stats = w0 + Duration::from_secs(1);
+            while w0.elapsed().as_secs_f64() < a.seconds {
+                let nap = d
+                    .next_due()
+                    .min(next_stats)
+                    .saturating_duration_since(Instant::now());
+                std::thread::sleep(nap);
+                d.poll()?;
+                if Instant::now() >= next_stats {
+                    // as `run --stats 1` would: read every thread's counters once a second
+                    d.stats();
+                    next_stats += Duration::from_secs(1);
+                }
+            }
+            let cpu = (own_cpu_time() - c0).as_secs_f64() / w0.elapsed().as_secs_f64();
+            let mut lat: Vec<f64> = d.latencies().us[skip..].to_vec();
+            lat.sort_by(f64::total_cmp);
+            let managed = d.threads();
+            d.finish();
+            let _ = load.kill();
+            let _ = load.wait();
+            println!(
+                "{:<20} {:>6} {:>10.1} {:>9.2}% {:>9.4}% {:>10} {:>10.0} {:>10.0} {:>12.0}",
+                spec.name(),
+                managed,
+                start_ms,
+                100.0 * cpu,
+                100.0 * cpu / managed.max(1) as f64,
+                lat.len(),
+                percentile(&lat, 0.5),
+                percentile(&lat, 0.99),
+                lat.last().copied().unwrap_or(0.0),
+            );
+        }
+    }
+    Ok(())
+}
