@@ -371,3 +371,81 @@ fn bad_run_input_is_named() {
     let e = run(&["run", "--policy", "timeslice", "--", "/nonexistent/cmd"]);
     assert!(e.contains("cannot launch"), "{e}");
 }
+
+#[test]
+fn a_cgroups_threads_are_managed_and_restored() {
+    let _g = serial();
+    let dir = PathBuf::from(format!(
+        "/sys/fs/cgroup/cpu/cachesched-test-{}",
+        std::process::id()
+    ));
+    if std::fs::create_dir(&dir).is_err() {
+        eprintln!(
+            "cannot create {} (no cgroup v1 cpu controller or no permission); skipped",
+            dir.display()
+        );
+        return;
+    }
+    let b = burner(2, 30_000);
+    let pid = b.id() as i32;
+    std::fs::write(dir.join("cgroup.procs"), pid.to_string()).unwrap();
+    let before = settings_of(&[pid]);
+    let d = bin()
+        .args([
+            "run",
+            "--policy",
+            "demo:slice_ms=30,nice=7",
+            "--duration-s",
+            "1.5",
+            "--cgroup",
+        ])
+        .arg(&dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    await_directives(&[pid], 30, 7);
+    let out = wait(d, 20);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("restored the settings of 3 thread(s)"),
+        "{err}"
+    );
+    assert_eq!(settings_of(&[pid]), before);
+    kill_all(vec![b]);
+    // the cgroup is empty once the burner is reaped
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[test]
+fn threads_and_processes_that_come_and_go_are_followed_without_errors() {
+    let _g = serial();
+    let d = tmp("run-churn");
+    let json = d.join("stats.jsonl");
+    // 8 processes one after the other, each with 4 threads living 120 ms
+    let script = format!("for i in 1 2 3 4 5 6 7 8; do {BIN} burn --threads 4 --ms 120; done");
+    let out = bin()
+        .args([
+            "run",
+            "--policy",
+            "affinity:home=core",
+            "--policy",
+            "timeslice",
+            "--json",
+        ])
+        .arg(&json)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let fin: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let stats = &fin["final"]["stats"];
+    // the first line covers the whole run: every burner thread was seen start and exit
+    assert!(stats["started"].as_u64().unwrap() >= 8 * 4, "{stats}");
+    assert!(stats["exited"].as_u64().unwrap() >= 8 * 4, "{stats}");
+    assert_eq!(stats["failures"], 0, "{stats}");
+    assert_eq!(fin["final"]["failed"], 0);
+}
