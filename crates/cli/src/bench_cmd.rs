@@ -116,6 +116,9 @@ pub struct WorkloadBenchArgs {
     /// Accesses per profile.
     #[arg(long, default_value_t = 2_000_000)]
     accesses: usize,
+    /// Only these profiles (comma-separated; default all).
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    profiles: Vec<String>,
 }
 
 fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
@@ -142,6 +145,16 @@ fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
             .into_iter()
             .map(|b| (b.name.to_string(), b.model)),
     );
+    if !a.profiles.is_empty() {
+        if let Some(bad) = a
+            .profiles
+            .iter()
+            .find(|p| !all.iter().any(|(n, _)| n == *p))
+        {
+            bail!("unknown profile '{bad}' (see `cachesched workloads`)");
+        }
+        all.retain(|(n, _)| a.profiles.contains(n));
+    }
     let mut ratios = Vec::new();
     for (name, model) in all {
         // timed pass: generation alone, through dynamic dispatch like the engine

@@ -88,6 +88,9 @@ struct RawAttr {
 /// `perf_event_open` flag: close the descriptor on exec.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
+/// `read_format`: the time the event was enabled, then the time it was counting.
+const READ_TIMES: u64 = 1 | 2;
+
 /// Bit of `flags`: don't count in the kernel.
 const EXCLUDE_KERNEL: u64 = 1 << 5;
 /// Bit of `flags`: don't count in the hypervisor.
@@ -123,6 +126,7 @@ impl Counter {
             size: std::mem::size_of::<RawAttr>() as u32,
             config,
             flags,
+            read_format: READ_TIMES,
             ..Default::default()
         };
         // SAFETY: `attr` is a valid perf_event_attr of the declared size; the call
@@ -175,22 +179,27 @@ impl Counter {
 
     /// The count so far.
     pub fn read(&self) -> Result<u64, PerfError> {
-        let mut v = 0u64;
-        // SAFETY: reads at most 8 bytes into `v`.
-        let n = unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                &mut v as *mut u64 as *mut libc::c_void,
-                8,
-            )
-        };
-        if n != 8 {
+        let mut v = [0u64; 3];
+        // SAFETY: reads at most 24 bytes into `v`.
+        let n = unsafe { libc::read(self.fd.as_raw_fd(), v.as_mut_ptr() as *mut libc::c_void, 24) };
+        if n != 24 {
             return Err(PerfError::Os {
                 kind: self.kind,
                 source: io::Error::last_os_error(),
             });
         }
-        Ok(v)
+        Ok(scale(v[0], v[1], v[2]))
+    }
+}
+
+/// A count scaled up for the time the event was not on the PMU: when more hardware
+/// events are open than the PMU has counters, the kernel rotates them, and each counts
+/// only part of the time (`running` of `enabled` ns).
+pub fn scale(value: u64, enabled: u64, running: u64) -> u64 {
+    if running == 0 || running >= enabled {
+        value
+    } else {
+        (value as u128 * enabled as u128 / running as u128) as u64
     }
 }
 
@@ -255,6 +264,9 @@ mod tests {
             "task clock advanced {} ns in 20 ms of spinning",
             b - a
         );
+        assert_eq!(scale(100, 10, 5), 200, "counted half the time");
+        assert_eq!(scale(100, 10, 10), 100);
+        assert_eq!(scale(100, 0, 0), 100, "never scheduled: as read");
         assert!(matches!(
             Counter::open(tid, CounterKind::L1dRefs),
             Err(PerfError::NoMapping(_))
