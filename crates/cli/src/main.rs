@@ -59,7 +59,8 @@ enum Command {
     /// Every CPU mask, slice and nice value it changes is put back on the threads still
     /// alive when it ends: when the command exits, on Ctrl-C, SIGTERM or SIGHUP (which it
     /// passes on to the command it launched), and on an internal error or panic. Only
-    /// SIGKILL leaves changes behind. Stats lines go to stderr; the command keeps stdout.
+    /// SIGKILL leaves changes behind (with --journal FILE, `cachesched restore FILE` undoes
+    /// them). Stats lines go to stderr; the command keeps stdout.
     /// Exit code: the command's (128+N if signal N killed it); with --pid or --cgroup, 0
     /// after a clean stop.
     ///
@@ -68,6 +69,8 @@ enum Command {
     /// `demo` (pins round robin; `demo:slice_ms=10,nice=5`). `timeslice:mode=dynamic`
     /// needs LLC-miss counters and refuses to start without them.
     Run(run_cmd::RunArgs),
+    /// Undo what a killed `cachesched run --journal FILE` left changed.
+    Restore(run_cmd::RestoreArgs),
     /// A CPU-bound load with a known shape, to try `run` on.
     Burn(burn_cmd::BurnArgs),
     /// Speed benchmarks, reported as ratios against a reference run side by side.
@@ -89,6 +92,7 @@ fn main() {
         Command::Reproduce(c) => reproduce::run(c),
         Command::Trace(c) => replay_cmd::trace(c).map(|_| 0),
         Command::Run(a) => run_cmd::run(a),
+        Command::Restore(a) => run_cmd::restore(a),
         Command::Burn(a) => burn_cmd::run(a).map(|_| 0),
         Command::Bench(c) => bench_cmd::run(c).map(|_| 0),
     };

@@ -49,6 +49,10 @@ pub struct RunArgs {
     /// Do not open per-thread counters for stats (policies still get those they need).
     #[arg(long)]
     no_stats_counters: bool,
+    /// Record every change in FILE before making it, so that `cachesched restore FILE`
+    /// can undo them if cachesched is killed with SIGKILL (removed after a clean end).
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
     /// Seed of the policies' random choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -185,6 +189,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         boost_nice: a.boost_nice,
         stats_counters: !a.no_stats_counters,
         seed: a.seed,
+        journal: a.journal.clone(),
     };
     eprintln!(
         "cachesched run: policy {} on {}; seed {}",
@@ -356,4 +361,41 @@ pub fn run(a: RunArgs) -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// Arguments of `cachesched restore`.
+#[derive(Args, Debug)]
+pub struct RestoreArgs {
+    /// The journal file a `cachesched run --journal FILE` left behind.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+}
+
+/// `cachesched restore`.
+pub fn restore(a: RestoreArgs) -> Result<i32> {
+    let r = sched::restore_file(&a.file)?;
+    println!(
+        "restored the settings of {} thread(s); {} had exited{}",
+        r.report.restored,
+        r.report.gone - r.reused,
+        if r.reused > 0 {
+            format!(
+                ", {} thread id(s) now name other threads and were left alone",
+                r.reused
+            )
+        } else {
+            String::new()
+        }
+    );
+    for (tid, e) in &r.report.failed {
+        eprintln!("  thread {tid}: {e}");
+    }
+    if !r.report.failed.is_empty() {
+        bail!(
+            "{} thread(s) could not be restored; {} is kept",
+            r.report.failed.len(),
+            a.file.display()
+        );
+    }
+    Ok(0)
 }

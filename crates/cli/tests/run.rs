@@ -449,3 +449,58 @@ fn threads_and_processes_that_come_and_go_are_followed_without_errors() {
     assert_eq!(stats["failures"], 0, "{stats}");
     assert_eq!(fin["final"]["failed"], 0);
 }
+
+#[test]
+fn after_sigkill_the_journal_file_restores() {
+    let _g = serial();
+    let d = tmp("run-journal");
+    let journal = d.join("journal.jsonl");
+    let b = burner(2, 30_000);
+    let pid = b.id() as i32;
+    let before = settings_of(&[pid]);
+    let j = journal.to_str().unwrap();
+    let mut daemon = daemon_on(&[pid], &["--journal", j]);
+    await_directives(&[pid], 30, 7);
+    daemon.kill().unwrap(); // SIGKILL: no chance to restore
+    daemon.wait().unwrap();
+    assert_ne!(settings_of(&[pid]), before, "SIGKILL left the changes");
+    // a new run refuses to overwrite the unfinished journal
+    let out = daemon_on(&[pid], &["--journal", j])
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("cachesched restore"),
+        "{err}"
+    );
+    assert_ne!(
+        settings_of(&[pid]),
+        before,
+        "the refused run changed nothing"
+    );
+    let out = bin().args(["restore", j]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("restored the settings of 3 thread(s)"),
+        "{text}"
+    );
+    assert_eq!(settings_of(&[pid]), before, "after restore");
+    assert!(!journal.exists(), "a restored journal is removed");
+    // a clean run leaves no journal behind
+    let out = daemon_on(&[pid], &["--journal", j, "--duration-s", "0.5"])
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!journal.exists());
+    assert_eq!(settings_of(&[pid]), before);
+    kill_all(vec![b]);
+}

@@ -71,6 +71,9 @@ pub struct DaemonConfig {
     pub stats_counters: bool,
     /// Seed of the policy's random number generator (default 1).
     pub seed: u64,
+    /// A journal file recording every change before it is made, for `cachesched
+    /// restore` if the daemon is killed without restoring (default none).
+    pub journal: Option<PathBuf>,
 }
 
 impl Default for DaemonConfig {
@@ -80,6 +83,7 @@ impl Default for DaemonConfig {
             boost_nice: 10,
             stats_counters: true,
             seed: 1,
+            journal: None,
         }
     }
 }
@@ -109,6 +113,9 @@ pub enum DaemonError {
         /// The refused call.
         source: SchedError,
     },
+    /// The journal file cannot be created.
+    #[error(transparent)]
+    Journal(SchedError),
     /// Out of file descriptors for counters.
     #[error("cannot open more performance counters ({source}): each managed thread needs {per_thread} descriptor(s); raise the limit with `ulimit -n` or pass --no-stats-counters")]
     TooManyFiles {
@@ -509,7 +516,10 @@ impl Daemon {
             },
             policy,
             rng: SimRng::new(config.seed),
-            journal: Journal::new(),
+            journal: match &config.journal {
+                Some(p) => Journal::with_file(p).map_err(DaemonError::Journal)?,
+                None => Journal::new(),
+            },
             me: std::process::id() as Pid,
             procs,
             others: BTreeSet::new(),
@@ -969,7 +979,7 @@ impl Daemon {
             }
         }
         let mask = self.state.dense_mask(&orig.affinity);
-        self.journal.track(tid, orig);
+        self.journal.track_started(tid, orig, Some(stat.starttime));
         let mut perf = Vec::with_capacity(self.state.kinds.len());
         for k in self.state.kinds.clone() {
             match Counter::open(tid, k) {

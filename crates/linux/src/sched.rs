@@ -32,6 +32,14 @@ pub enum SchedError {
         /// The error.
         source: io::Error,
     },
+    /// The journal file could not be written.
+    #[error("cannot write the journal file {path}: {source}")]
+    JournalFile {
+        /// The file.
+        path: String,
+        /// The error.
+        source: io::Error,
+    },
     /// The thread is not in a fair class (SCHED_OTHER/BATCH/IDLE); real-time threads are
     /// never touched.
     #[error("thread {tid} runs in scheduling policy {policy}, not a fair class; left alone")]
@@ -198,7 +206,7 @@ pub fn kernel_honours_slices() -> Option<bool> {
 }
 
 /// A thread's scheduling settings: what [`Journal`] restores.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Settings {
     /// OS CPU numbers it may run on.
     pub affinity: Vec<usize>,
@@ -223,9 +231,22 @@ impl Settings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
     orig: Settings,
+    /// The thread's start time (clock ticks after boot), naming it across tid reuse.
+    start: Option<u64>,
     affinity: bool,
     slice: bool,
     nice: bool,
+}
+
+/// One line of a journal file: a thread (tid and start time), its original settings and
+/// one setting that was changed. The file is appended to before each first change of a
+/// setting, so that it always covers what was changed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct FileLine {
+    tid: Tid,
+    start: u64,
+    orig: Settings,
+    changed: String,
 }
 
 /// What [`Journal::restore_all`] did.
@@ -249,6 +270,7 @@ pub struct RestoreReport {
 #[derive(Debug, Default)]
 pub struct Journal {
     entries: BTreeMap<Tid, Entry>,
+    file: Option<(std::fs::File, std::path::PathBuf)>,
 }
 
 impl Journal {
@@ -275,10 +297,46 @@ impl Journal {
         self.entries.get(&tid).map(|e| &e.orig)
     }
 
+    /// A journal that also appends every first change to `path`, so that
+    /// [`restore_file`] can undo the changes if this process dies without restoring
+    /// (SIGKILL, power loss of the daemon's host aside). Refuses an existing file: it is
+    /// the journal of a run that did not finish, to be restored first.
+    pub fn with_file(path: &std::path::Path) -> Result<Journal, SchedError> {
+        let err = |source| SchedError::JournalFile {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    err(io::Error::new(
+                        e.kind(),
+                        "it exists: a run that did not finish left it; run `cachesched restore` on it first",
+                    ))
+                } else {
+                    err(e)
+                }
+            })?;
+        Ok(Journal {
+            entries: BTreeMap::new(),
+            file: Some((file, path.to_path_buf())),
+        })
+    }
+
     /// Records `orig` as `tid`'s original settings (replacing nothing already recorded).
     pub fn track(&mut self, tid: Tid, orig: Settings) {
+        self.track_started(tid, orig, None);
+    }
+
+    /// [`Journal::track`] with the thread's start time (from `/proc/…/stat`), which a
+    /// journal file needs to tell the thread from a later one with the same id.
+    pub fn track_started(&mut self, tid: Tid, orig: Settings, start: Option<u64>) {
         self.entries.entry(tid).or_insert(Entry {
             orig,
+            start,
             affinity: false,
             slice: false,
             nice: false,
@@ -292,21 +350,60 @@ impl Journal {
         Ok(self.entries.get_mut(&tid).expect("tracked above"))
     }
 
+    /// Marks `which` setting of `tid` changed, writing the journal file first if this
+    /// is its first change.
+    fn mark(&mut self, tid: Tid, which: &'static str) -> Result<(), SchedError> {
+        let e = self.entry(tid)?;
+        let flag = match which {
+            "affinity" => &mut e.affinity,
+            "slice" => &mut e.slice,
+            _ => &mut e.nice,
+        };
+        if *flag {
+            return Ok(());
+        }
+        *flag = true;
+        let Some((file, path)) = self.file.as_mut() else {
+            return Ok(());
+        };
+        let e = &self.entries[&tid];
+        let start = match e.start {
+            Some(s) => s,
+            None => match crate::procfs::thread_stat(tid, tid) {
+                Ok(st) => st.starttime,
+                Err(_) => return Err(SchedError::Gone { tid }),
+            },
+        };
+        let line = FileLine {
+            tid,
+            start,
+            orig: e.orig.clone(),
+            changed: which.to_string(),
+        };
+        use std::io::Write;
+        let text = serde_json::to_string(&line).expect("plain data") + "\n";
+        file.write_all(text.as_bytes())
+            .map_err(|source| SchedError::JournalFile {
+                path: path.display().to_string(),
+                source,
+            })
+    }
+
     /// Restricts `tid` to `cpus` (OS numbers), recording its original first.
     pub fn set_affinity(&mut self, tid: Tid, cpus: &[usize]) -> Result<(), SchedError> {
-        self.entry(tid)?.affinity = true;
+        self.mark(tid, "affinity")?;
         set_affinity(tid, cpus)
     }
 
     /// Sets `tid`'s slice (`None`: the kernel's default), recording its original first.
     pub fn set_slice(&mut self, tid: Tid, slice_ns: Option<u64>) -> Result<(), SchedError> {
-        self.entry(tid)?.slice = true;
+        self.mark(tid, "slice")?;
         set_slice(tid, slice_ns)
     }
 
     /// Sets `tid`'s nice value, recording its original first.
     pub fn set_nice(&mut self, tid: Tid, value: i32) -> Result<(), SchedError> {
-        self.entry(tid)?.nice = true;
+        self.mark(tid, "nice")?;
         set_nice(tid, value)
     }
 
@@ -349,7 +446,8 @@ impl Journal {
     }
 
     /// Puts every changed setting back (nice first, so that a restored slice is set at
-    /// the original priority) and empties the journal.
+    /// the original priority) and empties the journal; a journal file is removed when
+    /// nothing failed.
     pub fn restore_all(&mut self) -> RestoreReport {
         let mut rep = RestoreReport::default();
         for tid in self.threads() {
@@ -368,8 +466,105 @@ impl Journal {
             }
         }
         self.entries.clear();
+        if rep.failed.is_empty() {
+            if let Some((_, path)) = self.file.take() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         rep
     }
+}
+
+/// Why a journal file could not be restored.
+#[derive(Debug, Error)]
+pub enum JournalFileError {
+    /// It cannot be read.
+    #[error("cannot read journal file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The error.
+        source: io::Error,
+    },
+    /// A line is not a journal entry.
+    #[error("{path}:{line}: not a cachesched journal line ({reason})")]
+    Malformed {
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// What [`restore_file`] did.
+#[derive(Debug, Default)]
+pub struct FileRestoreReport {
+    /// As for a journal in memory; `gone` also counts threads whose id now names a
+    /// different thread (start time differs), which are left alone.
+    pub report: RestoreReport,
+    /// Of `gone`, threads whose id was reused.
+    pub reused: usize,
+}
+
+/// Restores what a journal file says was changed, on the threads still alive (the same
+/// id and start time), and removes the file when nothing failed. A last line cut short
+/// by the writer's death is ignored.
+pub fn restore_file(path: &std::path::Path) -> Result<FileRestoreReport, JournalFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| JournalFileError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut j = Journal::new();
+    let mut starts: BTreeMap<Tid, u64> = BTreeMap::new();
+    for (i, l) in lines.iter().enumerate() {
+        let line: FileLine = match serde_json::from_str(l) {
+            Ok(v) => v,
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(e) => {
+                return Err(JournalFileError::Malformed {
+                    path: path.display().to_string(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                })
+            }
+        };
+        starts.insert(line.tid, line.start);
+        j.track_started(line.tid, line.orig, Some(line.start));
+        let e = j.entries.get_mut(&line.tid).expect("tracked");
+        match line.changed.as_str() {
+            "affinity" => e.affinity = true,
+            "slice" => e.slice = true,
+            "nice" => e.nice = true,
+            other => {
+                return Err(JournalFileError::Malformed {
+                    path: path.display().to_string(),
+                    line: i + 1,
+                    reason: format!("unknown setting '{other}'"),
+                })
+            }
+        }
+    }
+    // a thread whose id now belongs to another thread must not be touched
+    let mut reused = 0;
+    for (tid, start) in starts {
+        match crate::procfs::thread_stat(tid, tid) {
+            Ok(st) if st.starttime == start => {}
+            Ok(_) => {
+                reused += 1;
+                j.forget(tid);
+            }
+            Err(_) => {}
+        }
+    }
+    let mut report = j.restore_all();
+    report.gone += reused;
+    if report.failed.is_empty() {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(FileRestoreReport { report, reused })
 }
 
 #[cfg(test)]
@@ -445,6 +640,50 @@ mod tests {
         assert_eq!(Settings::read(tid).unwrap(), before);
         c.kill().unwrap();
         c.wait().unwrap();
+    }
+
+    #[test]
+    fn a_journal_file_restores_only_the_same_thread_and_tolerates_a_cut_last_line() {
+        let dir = std::env::temp_dir().join(format!("cachesched-jf-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let (mut c, tid) = child();
+        let before = Settings::read(tid).unwrap();
+        let start = crate::procfs::thread_stat(tid, tid).unwrap().starttime;
+        // the same thread: restored; a cut last line (the writer died mid-line): ignored
+        let path = dir.join("a");
+        let mut j = Journal::with_file(&path).unwrap();
+        j.track_started(tid, before.clone(), Some(start));
+        j.set_nice(tid, before.nice + 3).unwrap();
+        drop(j); // "killed": nothing restored
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        text += "{\"tid\": 1, \"sta";
+        std::fs::write(&path, &text).unwrap();
+        assert!(
+            Journal::with_file(&path).is_err(),
+            "an unfinished journal is refused"
+        );
+        let r = restore_file(&path).unwrap();
+        assert_eq!((r.report.restored, r.reused), (1, 0));
+        assert_eq!(Settings::read(tid).unwrap(), before);
+        assert!(!path.exists());
+        // an id that now names another thread (other start time) is left alone
+        let path = dir.join("b");
+        let mut j = Journal::with_file(&path).unwrap();
+        j.track_started(tid, before.clone(), Some(start + 1));
+        j.set_nice(tid, before.nice + 3).unwrap();
+        drop(j);
+        let r = restore_file(&path).unwrap();
+        assert_eq!((r.report.restored, r.reused), (0, 1));
+        assert_eq!(nice(tid).unwrap(), before.nice + 3);
+        set_nice(tid, before.nice).unwrap();
+        // a malformed line is named
+        std::fs::write(&path, "garbage\n").unwrap();
+        let e = restore_file(&path).unwrap_err().to_string();
+        assert!(e.contains(":1: not a cachesched journal line"), "{e}");
+        c.kill().unwrap();
+        c.wait().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
