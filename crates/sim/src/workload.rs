@@ -661,6 +661,45 @@ impl LocalityThread {
         fed
     }
 
+    /// The offset of the next access to region `r` when its pattern is not random:
+    /// out of line, so that the random case's loop stays small.
+    #[inline(never)]
+    fn patterned_offset(&mut self, r: usize, bits: u64) -> u64 {
+        let reg = self.rt[r];
+        let size = reg.size;
+        match reg.pattern {
+            Pattern::Random => (((bits >> 32) * (size >> 3)) >> 32) << 3,
+            Pattern::Stream { stride } => {
+                let o = self.cursors[r];
+                self.cursors[r] = wrap(o + stride, size);
+                o
+            }
+            Pattern::Chase => {
+                let line = chase_next(self.cursors[r], (size / 64).max(1));
+                self.cursors[r] = line;
+                line * 64
+            }
+            Pattern::Reuse { .. } => {
+                let lines = (size / 64).max(1);
+                let u = ((bits >> 32) as f64 + 0.5) / 4294967296.0;
+                let d = (u.ln() * reg.inv_ln) as u64;
+                let stack = self.stacks[r].as_mut().expect("reuse regions have a stack");
+                let line = match stack.at_depth(d) {
+                    Some(l) => l,
+                    None if self.cursors[r] < lines => {
+                        self.cursors[r] += 1;
+                        self.cursors[r] - 1
+                    }
+                    None => stack
+                        .at_depth(d % stack.distinct())
+                        .expect("non-empty stack"),
+                };
+                stack.touch(line);
+                line * 64
+            }
+        }
+    }
+
     #[inline]
     fn gap(&mut self) -> u32 {
         // geometric number of failures before success, mean = gap_mean, by inversion
@@ -701,40 +740,13 @@ impl Workload for LocalityThread {
                 .position(|&c| pick < c)
                 .unwrap_or(self.cum_weights.len() - 1)
         };
-        let reg = self.rt[r];
-        let size = reg.size;
-        let off = match reg.pattern {
-            // the common case first, without a jump table
-            _ if reg.random => (((bits >> 32) * (size >> 3)) >> 32) << 3,
-            Pattern::Random => unreachable!("random regions take the first arm"),
-            Pattern::Stream { stride } => {
-                let o = self.cursors[r];
-                self.cursors[r] = wrap(o + stride, size);
-                o
-            }
-            Pattern::Chase => {
-                let line = chase_next(self.cursors[r], (size / 64).max(1));
-                self.cursors[r] = line;
-                line * 64
-            }
-            Pattern::Reuse { .. } => {
-                let lines = (size / 64).max(1);
-                let u = ((bits >> 32) as f64 + 0.5) / 4294967296.0;
-                let d = (u.ln() * reg.inv_ln) as u64;
-                let stack = self.stacks[r].as_mut().expect("reuse regions have a stack");
-                let line = match stack.at_depth(d) {
-                    Some(l) => l,
-                    None if self.cursors[r] < lines => {
-                        self.cursors[r] += 1;
-                        self.cursors[r] - 1
-                    }
-                    None => stack
-                        .at_depth(d % stack.distinct())
-                        .expect("non-empty stack"),
-                };
-                stack.touch(line);
-                line * 64
-            }
+        let reg = &self.rt[r];
+        let base = reg.base;
+        // the common case inline (multiply-shift), the other patterns out of line
+        let off = if reg.random {
+            (((bits >> 32) * (reg.size >> 3)) >> 32) << 3
+        } else {
+            self.patterned_offset(r, bits)
         };
         let write = ((bits >> 16) & 0xffff) < self.write_threshold as u64;
         let n = gap as u64 + 1;
@@ -746,7 +758,7 @@ impl Workload for LocalityThread {
         }
         Op::Access {
             gap,
-            addr: reg.base + off,
+            addr: base + off,
             write,
             pc: self.code_base + self.pc,
         }
