@@ -18,9 +18,10 @@
 //! 2. [`Policy::thread_started`] for every thread that exists at start (in thread-id
 //!    order) and for every thread created later, before it first runs.
 //! 3. While the run proceeds, in time order:
-//!    - [`Policy::corun_segment`] when a *co-run segment* closes: a maximal interval in
-//!      which the set of threads running on the CPUs sharing one cache instance stayed
-//!      constant. Delivered only if [`Policy::wants_corun_segments`] is true. Segments of
+//!    - [`Policy::corun_segment`] when a *co-run segment* closes: an interval in which
+//!      the set of threads running on the CPUs sharing one cache instance stayed
+//!      constant, closed when the set changes or when it has lasted a kernel-defined
+//!      maximum (so that measurements keep coming while nothing changes). Delivered only if [`Policy::wants_corun_segments`] is true. Segments of
 //!      different cache instances interleave in time order of their end.
 //!    - [`Policy::address_sample`] for every sampled remote-cache access, if a sampling
 //!      period is set.
@@ -102,8 +103,9 @@ pub struct CoRunMember {
     pub delta: Counters,
 }
 
-/// A maximal interval in which the set of threads running on the CPUs sharing one
-/// cache instance was constant.
+/// An interval in which the set of threads running on the CPUs sharing one cache
+/// instance was constant (closed when the set changes, or after a kernel-defined
+/// maximum length).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CoRunSegment {
     /// Index of the cache level in [`Topology::caches`].

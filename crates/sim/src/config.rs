@@ -69,6 +69,11 @@ pub struct KernelConfig {
     /// How virtual pages map to physical frames, which physically indexed caches see
     /// (default `random`).
     pub page_placement: PagePlacement,
+    /// Longest co-run segment in ms (default 10): a segment still open after this long
+    /// is closed and a new one with the same members begins, checked at each balancing
+    /// tick, so that a policy measuring over segments keeps getting data while nothing
+    /// changes on a cache.
+    pub corun_segment_max_ms: f64,
 }
 
 /// The simulated kernel's physical page allocator.
@@ -119,6 +124,7 @@ impl Default for KernelConfig {
             migration_cost_us: 500.0,
             affinity_oblivious: false,
             starvation_limit_ms: 2000.0,
+            corun_segment_max_ms: 10.0,
             page_placement: PagePlacement::Random,
         }
     }

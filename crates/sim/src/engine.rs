@@ -181,6 +181,8 @@ struct Kernel {
     domains: Vec<Domain>,
     cpu_domains: Vec<Vec<usize>>,
     track_segments: bool,
+    /// Longest co-run segment before it is cut.
+    segment_max_cycles: u64,
     /// Virtual-to-physical page placement applied before the memory system.
     pages: crate::config::PagePlacement,
     sampling_period: Option<u64>,
@@ -564,38 +566,59 @@ impl Kernel {
         }
         for di in 0..self.cpu_domains[c].len() {
             let d = self.cpu_domains[c][di];
-            let cpus = self.domains[d].cpus.clone();
-            for &x in &cpus {
-                self.account_running(x, now);
-            }
-            let dom = &self.domains[d];
-            if !dom.members.is_empty() && now > dom.start {
-                let members: Vec<CoRunMember> = dom
-                    .members
-                    .iter()
-                    .map(|&(t, cpu, snap)| CoRunMember {
-                        thread: self.threads[t].id,
-                        cpu: CpuId(cpu as u32),
-                        delta: self.threads[t].ctr.delta(&snap),
-                    })
-                    .collect();
-                let seg = CoRunSegment {
-                    cache_level: dom.level,
-                    instance: dom.instance,
-                    start: Nanos(self.ns(dom.start)),
-                    end: Nanos(self.ns(now)),
-                    members,
-                };
-                self.events.push(PolicyEvent::Segment(seg));
-            }
-            let members: Vec<(usize, usize, Counters)> = cpus
-                .iter()
-                .filter_map(|&x| self.cpus[x].current.map(|t| (t, x, self.threads[t].ctr)))
-                .collect();
-            let dom = &mut self.domains[d];
-            dom.members = members;
-            dom.start = now;
+            self.reopen_segment(d, now);
         }
+    }
+
+    /// Cuts every segment that has lasted `segment_max_cycles` (see
+    /// `KernelConfig::corun_segment_max_ms`).
+    fn cut_long_segments(&mut self, now: u64) {
+        if !self.track_segments {
+            return;
+        }
+        for d in 0..self.domains.len() {
+            let dom = &self.domains[d];
+            if !dom.members.is_empty() && now.saturating_sub(dom.start) >= self.segment_max_cycles
+            {
+                self.reopen_segment(d, now);
+            }
+        }
+    }
+
+    /// Closes domain `d`'s open segment (delivering it) and opens one with the threads
+    /// running on its CPUs now.
+    fn reopen_segment(&mut self, d: usize, now: u64) {
+        let cpus = self.domains[d].cpus.clone();
+        for &x in &cpus {
+            self.account_running(x, now);
+        }
+        let dom = &self.domains[d];
+        if !dom.members.is_empty() && now > dom.start {
+            let members: Vec<CoRunMember> = dom
+                .members
+                .iter()
+                .map(|&(t, cpu, snap)| CoRunMember {
+                    thread: self.threads[t].id,
+                    cpu: CpuId(cpu as u32),
+                    delta: self.threads[t].ctr.delta(&snap),
+                })
+                .collect();
+            let seg = CoRunSegment {
+                cache_level: dom.level,
+                instance: dom.instance,
+                start: Nanos(self.ns(dom.start)),
+                end: Nanos(self.ns(now)),
+                members,
+            };
+            self.events.push(PolicyEvent::Segment(seg));
+        }
+        let members: Vec<(usize, usize, Counters)> = cpus
+            .iter()
+            .filter_map(|&x| self.cpus[x].current.map(|t| (t, x, self.threads[t].ctr)))
+            .collect();
+        let dom = &mut self.domains[d];
+        dom.members = members;
+        dom.start = now;
     }
 
     /// Executes one chunk of the thread on CPU `c`.
@@ -870,6 +893,7 @@ impl Simulation {
             ("kernel.rr_quantum_ms", k.rr_quantum_ms),
             ("kernel.balance_interval_ms", k.balance_interval_ms),
             ("kernel.starvation_limit_ms", k.starvation_limit_ms),
+            ("kernel.corun_segment_max_ms", k.corun_segment_max_ms),
         ];
         for (name, v) in positive {
             if !(v > 0.0 && v.is_finite()) {
@@ -1031,6 +1055,7 @@ impl Simulation {
             ctx_switch_cycles: (cfg.kernel.context_switch_us * freq as f64) as u64,
             migration_cost_cycles: (cfg.kernel.migration_cost_us * freq as f64) as u64,
             starvation_cycles: cyc(cfg.kernel.starvation_limit_ms),
+            segment_max_cycles: cyc(cfg.kernel.corun_segment_max_ms),
             threads,
             cpus,
             pipes: vec![vec![0; issue_width]; ncores],
@@ -1166,6 +1191,7 @@ impl Simulation {
                 }
             }
             Timer::Balance => {
+                self.k.cut_long_segments(at);
                 self.k.balance(at)?;
                 let bal = self
                     .k

@@ -200,6 +200,43 @@ fn corun_segments_describe_who_shared_the_cache() {
     assert_eq!(r.kernel.corun_segments as usize, segs.len());
 }
 
+#[test]
+fn a_segment_that_never_changes_is_still_delivered_in_pieces() {
+    // 8 CPU-bound threads on 8 CPUs, one per CPU: nothing ever changes on the L2
+    struct PinRecord(Arc<Mutex<Vec<CoRunSegment>>>);
+    impl Policy for PinRecord {
+        fn name(&self) -> &str {
+            "pin-record"
+        }
+        fn wants_corun_segments(&self) -> bool {
+            true
+        }
+        fn thread_started(&mut self, ctx: &mut Ctx<'_>, t: ThreadId) {
+            ctx.set_mask(t, Some(Cpumask::from_cpus([CpuId(t.0)])));
+        }
+        fn corun_segment(&mut self, _ctx: &mut Ctx<'_>, s: &CoRunSegment) {
+            self.0.lock().unwrap().push(s.clone());
+        }
+    }
+    let segs = Arc::new(Mutex::new(Vec::new()));
+    let p = PinRecord(segs.clone());
+    simulate_with(&cfg("niagara-2c", "small:8", 100.0), Box::new(p)).unwrap();
+    let segs = segs.lock().unwrap();
+    let l2: Vec<&CoRunSegment> = segs
+        .iter()
+        .filter(|s| s.cache_level == 2 && s.members.len() == 8)
+        .collect();
+    // cut at the first balancing tick (every 4 ms) after 10 ms: 10-14 ms each
+    assert!(l2.len() >= 6, "{} full segments in 100 ms", l2.len());
+    for s in &l2[..l2.len() - 1] {
+        let ms = s.duration().as_ms_f64();
+        assert!((10.0..=14.0).contains(&ms), "a segment of {ms} ms");
+    }
+    for w in l2.windows(2) {
+        assert_eq!(w[0].end, w[1].start, "pieces tile the interval");
+    }
+}
+
 fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
     let mut g = ThreadGroup::of("compute", threads);
     g.profile = None;
