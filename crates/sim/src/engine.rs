@@ -578,8 +578,7 @@ impl Kernel {
         }
         for d in 0..self.domains.len() {
             let dom = &self.domains[d];
-            if !dom.members.is_empty() && now.saturating_sub(dom.start) >= self.segment_max_cycles
-            {
+            if !dom.members.is_empty() && now.saturating_sub(dom.start) >= self.segment_max_cycles {
                 self.reopen_segment(d, now);
             }
         }
