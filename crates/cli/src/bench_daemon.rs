@@ -79,7 +79,7 @@ pub fn run(a: DaemonBenchArgs) -> Result<()> {
             let s0 = Instant::now();
             let mut d = Daemon::start(host.clone(), build_policy(&spec), target, config.clone())?;
             let start_ms = s0.elapsed().as_secs_f64() * 1e3;
-            let skip = d.latencies().us.len();
+            let skip = d.latencies().total;
             let (w0, c0) = (Instant::now(), own_cpu_time());
             let mut next_stats = w0 + Duration::from_secs(1);
             while w0.elapsed().as_secs_f64() < a.seconds {
@@ -96,7 +96,7 @@ pub fn run(a: DaemonBenchArgs) -> Result<()> {
                 }
             }
             let cpu = (own_cpu_time() - c0).as_secs_f64() / w0.elapsed().as_secs_f64();
-            let mut lat: Vec<f64> = d.latencies().us[skip..].to_vec();
+            let mut lat: Vec<f64> = d.latencies().since(skip).to_vec();
             lat.sort_by(f64::total_cmp);
             let managed = d.threads();
             d.finish();

@@ -352,11 +352,34 @@ impl StatsRecord {
     }
 }
 
-/// Decision latencies recorded over the whole run, µs (for benchmarks).
+/// Decision latencies, µs (for benchmarks): the most recent ones, so that a daemon
+/// running for weeks does not grow.
 #[derive(Debug, Clone, Default)]
 pub struct Latencies {
-    /// Every decision's latency, µs, in order.
+    /// Recent decisions' latencies, µs, oldest first (at most [`Latencies::KEEP`]).
     pub us: Vec<f64>,
+    /// Decisions recorded in all (including those no longer kept).
+    pub total: u64,
+}
+
+impl Latencies {
+    /// Latencies kept at most.
+    pub const KEEP: usize = 100_000;
+
+    fn push(&mut self, us: f64) {
+        if self.us.len() == Self::KEEP {
+            self.us.drain(..Self::KEEP / 2);
+        }
+        self.us.push(us);
+        self.total += 1;
+    }
+
+    /// The latencies of the decisions after the first `from` of the run, as far as
+    /// they are still kept.
+    pub fn since(&self, from: u64) -> &[f64] {
+        let dropped = self.total - self.us.len() as u64;
+        &self.us[(from.saturating_sub(dropped) as usize).min(self.us.len())..]
+    }
 }
 
 /// The daemon. See the [module documentation](self).
@@ -569,7 +592,7 @@ impl Daemon {
             .max(self.procs.len())
     }
 
-    /// Every decision latency so far.
+    /// Recent decision latencies.
     pub fn latencies(&self) -> &Latencies {
         &self.latencies
     }
@@ -631,7 +654,7 @@ impl Daemon {
         self.totals.decisions += 1;
         self.totals.decision_ns_sum += ns;
         self.totals.decision_ns_max = self.totals.decision_ns_max.max(ns);
-        self.latencies.us.push(ns as f64 / 1e3);
+        self.latencies.push(ns as f64 / 1e3);
         r
     }
 
@@ -1166,5 +1189,21 @@ mod tests {
             Touched::default().original(&creator, actual.clone()),
             actual
         );
+    }
+
+    #[test]
+    fn latencies_stay_bounded_and_since_counts_from_the_start() {
+        let mut l = Latencies::default();
+        let n = Latencies::KEEP as u64 + 10;
+        for i in 0..n {
+            l.push(i as f64);
+        }
+        assert!(l.us.len() <= Latencies::KEEP);
+        assert_eq!(l.total, n);
+        assert_eq!(
+            l.since(n - 3),
+            &[(n - 3) as f64, (n - 2) as f64, (n - 1) as f64]
+        );
+        assert_eq!(l.since(0).first(), l.us.first(), "older ones are gone");
     }
 }
