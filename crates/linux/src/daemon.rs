@@ -382,6 +382,9 @@ impl Latencies {
     }
 }
 
+/// Distinct warnings given at most; the last says that further ones are suppressed.
+const MAX_WARNINGS: usize = 1000;
+
 /// The daemon. See the [module documentation](self).
 pub struct Daemon {
     state: State,
@@ -402,7 +405,10 @@ pub struct Daemon {
     totals: Totals,
     last_stats: (Instant, Totals, Counters, Duration),
     latencies: Latencies,
+    /// Warnings not yet taken by [`Daemon::take_warnings`].
     warnings: Vec<String>,
+    /// Every warning given so far (at most [`MAX_WARNINGS`]), so that each is given once.
+    warned: BTreeSet<String>,
     finished: bool,
     initial_scan: bool,
 }
@@ -553,6 +559,7 @@ impl Daemon {
             totals: Totals::default(),
             last_stats: (now, Totals::default(), Counters::default(), own_cpu_time()),
             latencies: Latencies::default(),
+            warned: warnings.iter().cloned().collect(),
             warnings,
             finished: false,
             initial_scan: true,
@@ -659,8 +666,22 @@ impl Daemon {
     }
 
     fn warn_once(&mut self, w: String) {
-        if !self.warnings.contains(&w) {
-            self.warnings.push(w);
+        self.warn_once_per(w.clone(), w);
+    }
+
+    /// Gives warning `w` unless one with the same `kind` was given (a failure that
+    /// repeats on many threads is reported once, with the first thread's details; the
+    /// stats count all of them).
+    fn warn_once_per(&mut self, kind: String, w: String) {
+        if self.warned.len() == MAX_WARNINGS {
+            return;
+        }
+        if self.warned.insert(kind) {
+            self.warnings.push(if self.warned.len() == MAX_WARNINGS {
+                format!("{w} (further warnings are suppressed)")
+            } else {
+                w
+            });
         }
     }
 
@@ -764,11 +785,19 @@ impl Daemon {
                 }
                 Err(e) => {
                     self.totals.failures += 1;
+                    let kind = match &e {
+                        SchedError::Os { call, source, .. } => format!("{call}: {source}"),
+                        SchedError::NotFair { policy, .. } => format!("policy {policy}"),
+                        other => other.to_string(),
+                    };
                     let msg = match &e {
                         SchedError::NotFair { .. } => e.to_string(),
                         _ => format!("a directive failed on thread {tid}: {e}"),
                     };
-                    self.warn_once(msg);
+                    self.warn_once_per(
+                        kind,
+                        msg + " (failures like this are counted in the stats, not repeated)",
+                    );
                 }
             }
         }
@@ -971,9 +1000,10 @@ impl Daemon {
             Ok(s) => s,
             Err(SchedError::Gone { .. }) => return Ok(false),
             Err(e) => {
-                self.warn_once(format!(
-                    "cannot read thread {tid}'s settings: {e}; left alone"
-                ));
+                self.warn_once_per(
+                    "settings".into(),
+                    format!("cannot read thread {tid}'s settings: {e}; left alone (reported once)"),
+                );
                 return Ok(false);
             }
         };
@@ -1020,7 +1050,10 @@ impl Daemon {
                     });
                 }
                 Err(e) => {
-                    self.warn_once(format!("counter for thread {tid}: {e}"));
+                    self.warn_once_per(
+                        format!("counter {k:?}"),
+                        format!("counter for thread {tid}: {e} (reported once)"),
+                    );
                 }
             }
         }

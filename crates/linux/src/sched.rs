@@ -23,7 +23,7 @@ pub enum SchedError {
         tid: Tid,
     },
     /// The kernel refused the call.
-    #[error("{call} on thread {tid} failed: {source} (permission errors need root or CAP_SYS_NICE; see also /proc/sys/kernel/sched_* and the thread's scheduling class)")]
+    #[error("{call} on thread {tid} failed: {source}{}", hint(call, source))]
     Os {
         /// The system call.
         call: &'static str,
@@ -49,6 +49,19 @@ pub enum SchedError {
         /// Its policy number.
         policy: u32,
     },
+}
+
+/// What to check after a refused call.
+fn hint(call: &str, e: &io::Error) -> &'static str {
+    match (call, e.raw_os_error()) {
+        (_, Some(libc::EPERM | libc::EACCES)) => {
+            " (needs root or CAP_SYS_NICE for other users' threads or a lower nice value)"
+        }
+        ("sched_setaffinity", Some(libc::EINVAL)) => {
+            " (none of the CPUs is allowed: they may be outside the thread's cpuset cgroup or offline)"
+        }
+        _ => "",
+    }
 }
 
 fn os(call: &'static str, tid: Tid) -> SchedError {
@@ -152,8 +165,8 @@ fn is_fair(policy: u32) -> bool {
 }
 
 /// Sets the fair-class slice of `tid` (`None`: the kernel's default), keeping its policy
-/// and nice value. Kernels before 6.12 accept and ignore it (see
-/// [`kernel_honours_slices`]).
+/// and nice value. The kernel clamps a slice to 0.1–100 ms; kernels before 6.12 accept
+/// and ignore it (see [`kernel_honours_slices`]).
 pub fn set_slice(tid: Tid, slice_ns: Option<u64>) -> Result<(), SchedError> {
     let mut a = get_raw(tid)?;
     if !is_fair(a.policy) {
