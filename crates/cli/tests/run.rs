@@ -504,3 +504,66 @@ fn after_sigkill_the_journal_file_restores() {
     assert_eq!(settings_of(&[pid]), before);
     kill_all(vec![b]);
 }
+
+#[test]
+fn directives_the_kernel_refuses_are_counted_and_reported_once() {
+    let _g = serial();
+    if read_host_topology().unwrap().topology.nr_cores() < 2 {
+        eprintln!("one core: no home to refuse; skipped");
+        return;
+    }
+    // a cpuset cgroup allowing CPU 0 only: homing threads on the other core fails
+    let dir = PathBuf::from(format!(
+        "/sys/fs/cgroup/cpuset/cachesched-test-{}",
+        std::process::id()
+    ));
+    if std::fs::create_dir(&dir).is_err() {
+        eprintln!(
+            "cannot create {} (no cgroup v1 cpuset or no permission); skipped",
+            dir.display()
+        );
+        return;
+    }
+    std::fs::write(dir.join("cpuset.cpus"), "0").unwrap();
+    std::fs::write(dir.join("cpuset.mems"), "0").unwrap();
+    let b = burner(4, 30_000);
+    let pid = b.id() as i32;
+    for t in procfs::tasks(pid).unwrap() {
+        std::fs::write(dir.join("tasks"), t.to_string()).unwrap();
+    }
+    let before = settings_of(&[pid]);
+    let d = tmp("run-refused");
+    let json = d.join("s.jsonl");
+    let out = bin()
+        .args([
+            "run",
+            "--policy",
+            "affinity:home=core",
+            "--duration-s",
+            "1",
+            "--pid",
+        ])
+        .arg(pid.to_string())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("outside the thread's cpuset").count(),
+        1,
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&json).unwrap();
+    let fin: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let failures = fin["final"]["stats"]["failures"].as_u64().unwrap();
+    assert!(
+        failures >= 2,
+        "5 threads over 2 homes: at least 2 refused, got {failures}"
+    );
+    assert_eq!(fin["final"]["failed"], 0, "restoring works");
+    assert_eq!(settings_of(&[pid]), before);
+    kill_all(vec![b]);
+    std::fs::remove_dir(&dir).unwrap();
+}
