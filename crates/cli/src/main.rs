@@ -99,8 +99,21 @@ fn main() {
     match res {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", describe(&e));
             std::process::exit(2);
         }
     }
+}
+
+/// An error and its causes on one line, leaving out a cause whose text the message
+/// already contains (many errors here name their cause in their own message).
+fn describe(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg += &format!(": {c}");
+        }
+    }
+    msg
 }

@@ -567,3 +567,54 @@ fn directives_the_kernel_refuses_are_counted_and_reported_once() {
     kill_all(vec![b]);
     std::fs::remove_dir(&dir).unwrap();
 }
+
+#[test]
+fn without_privilege_it_stops_cleanly_and_says_what_is_needed() {
+    let _g = serial();
+    let b = burner(1, 30_000);
+    let pid = b.id() as i32;
+    let before = settings_of(&[pid]);
+    // the daemon as user `nobody` on a process of ours
+    let out = match Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args([
+            "run",
+            "--policy",
+            "demo:nice=7",
+            "--duration-s",
+            "1",
+            "--pid",
+        ])
+        .arg(pid.to_string())
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("no setpriv ({e}); skipped");
+            kill_all(vec![b]);
+            return;
+        }
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !err.contains("cachesched run:") {
+        eprintln!("cannot run as nobody here ({err}); skipped");
+        kill_all(vec![b]);
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not permitted") && err.contains("CAP_SYS_NICE"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("could not restore"),
+        "nothing was changed, so nothing fails to restore: {err}"
+    );
+    assert_eq!(
+        err.matches("Operation not permitted").count(),
+        1,
+        "said once: {err}"
+    );
+    assert_eq!(settings_of(&[pid]), before);
+    kill_all(vec![b]);
+}

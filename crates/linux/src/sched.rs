@@ -363,19 +363,37 @@ impl Journal {
         Ok(self.entries.get_mut(&tid).expect("tracked above"))
     }
 
-    /// Marks `which` setting of `tid` changed, writing the journal file first if this
-    /// is its first change.
-    fn mark(&mut self, tid: Tid, which: &'static str) -> Result<(), SchedError> {
-        let e = self.entry(tid)?;
-        let flag = match which {
+    fn flag<'a>(e: &'a mut Entry, which: &str) -> &'a mut bool {
+        match which {
             "affinity" => &mut e.affinity,
             "slice" => &mut e.slice,
             _ => &mut e.nice,
-        };
-        if *flag {
-            return Ok(());
         }
-        *flag = true;
+    }
+
+    /// Makes a change of `which` setting of `tid` with `change`: marks the setting
+    /// changed and, on its first change, appends it to the journal file before the
+    /// change is made. A change the kernel refused leaves the setting unmarked.
+    fn change(
+        &mut self,
+        tid: Tid,
+        which: &'static str,
+        change: impl FnOnce() -> Result<(), SchedError>,
+    ) -> Result<(), SchedError> {
+        let first = !*Self::flag(self.entry(tid)?, which);
+        if first {
+            self.log(tid, which)?;
+        }
+        *Self::flag(self.entries.get_mut(&tid).expect("entry"), which) = true;
+        let r = change();
+        if r.is_err() && first {
+            *Self::flag(self.entries.get_mut(&tid).expect("entry"), which) = false;
+        }
+        r
+    }
+
+    /// Appends `tid`'s originals and the setting about to change to the journal file.
+    fn log(&mut self, tid: Tid, which: &'static str) -> Result<(), SchedError> {
         let Some((file, path)) = self.file.as_mut() else {
             return Ok(());
         };
@@ -404,20 +422,17 @@ impl Journal {
 
     /// Restricts `tid` to `cpus` (OS numbers), recording its original first.
     pub fn set_affinity(&mut self, tid: Tid, cpus: &[usize]) -> Result<(), SchedError> {
-        self.mark(tid, "affinity")?;
-        set_affinity(tid, cpus)
+        self.change(tid, "affinity", || set_affinity(tid, cpus))
     }
 
     /// Sets `tid`'s slice (`None`: the kernel's default), recording its original first.
     pub fn set_slice(&mut self, tid: Tid, slice_ns: Option<u64>) -> Result<(), SchedError> {
-        self.mark(tid, "slice")?;
-        set_slice(tid, slice_ns)
+        self.change(tid, "slice", || set_slice(tid, slice_ns))
     }
 
     /// Sets `tid`'s nice value, recording its original first.
     pub fn set_nice(&mut self, tid: Tid, value: i32) -> Result<(), SchedError> {
-        self.mark(tid, "nice")?;
-        set_nice(tid, value)
+        self.change(tid, "nice", || set_nice(tid, value))
     }
 
     /// Puts `tid`'s original affinity back, if it was changed.
