@@ -788,10 +788,13 @@ impl Daemon {
                     let kind = match &e {
                         SchedError::Os { call, source, .. } => format!("{call}: {source}"),
                         SchedError::NotFair { policy, .. } => format!("policy {policy}"),
+                        SchedError::Irreversible { .. } => "irreversible nice".into(),
                         other => other.to_string(),
                     };
                     let msg = match &e {
-                        SchedError::NotFair { .. } => e.to_string(),
+                        SchedError::NotFair { .. } | SchedError::Irreversible { .. } => {
+                            e.to_string()
+                        }
                         _ => format!("a directive failed on thread {tid}: {e}"),
                     };
                     self.warn_once_per(

@@ -49,6 +49,42 @@ pub enum SchedError {
         /// Its policy number.
         policy: u32,
     },
+    /// Raising the nice value would be irreversible: this process may not lower it back.
+    #[error("not raising thread {tid}'s nice value from {from} to {to}: without CAP_SYS_NICE (or an RLIMIT_NICE allowing {from}) it could not be restored; left alone")]
+    Irreversible {
+        /// The thread.
+        tid: Tid,
+        /// Its original nice value.
+        from: i32,
+        /// The nice value asked for.
+        to: i32,
+    },
+}
+
+/// Whether this process may set a nice value as low as `nice` (root or CAP_SYS_NICE,
+/// or RLIMIT_NICE allowing it).
+pub fn may_lower_nice_to(nice: i32) -> bool {
+    // SAFETY: geteuid/getrlimit on a local struct.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    let cap_sys_nice = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << 23) != 0);
+    if cap_sys_nice {
+        return true;
+    }
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NICE, &mut rl) } != 0 {
+        return false;
+    }
+    // RLIMIT_NICE r allows nice values down to 20 - r
+    20 - (rl.rlim_cur.min(40) as i32) <= nice
 }
 
 /// What to check after a refused call.
@@ -431,7 +467,17 @@ impl Journal {
     }
 
     /// Sets `tid`'s nice value, recording its original first.
+    /// Refuses ([`SchedError::Irreversible`]) a value above the original that this
+    /// process could not lower back.
     pub fn set_nice(&mut self, tid: Tid, value: i32) -> Result<(), SchedError> {
+        let from = self.entry(tid)?.orig.nice;
+        if value > from && !may_lower_nice_to(from) {
+            return Err(SchedError::Irreversible {
+                tid,
+                from,
+                to: value,
+            });
+        }
         self.change(tid, "nice", || set_nice(tid, value))
     }
 
