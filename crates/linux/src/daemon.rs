@@ -223,6 +223,8 @@ struct Proc {
     touched: Touched,
     /// For a process created by a managed process: the creator's template and touches.
     inherited: Option<(Settings, Touched)>,
+    /// Its threads being tracked.
+    tracked: usize,
 }
 
 /// Which settings were changed on some thread of a process.
@@ -829,8 +831,9 @@ impl Daemon {
         self.journal.set_nice(tid, n)
     }
 
-    /// The threads that exist now, with their processes.
-    fn current(&mut self) -> Result<BTreeMap<Tid, Pid>, DaemonError> {
+    /// The threads that exist now, with their processes; `None` when nothing changed
+    /// since the last scan.
+    fn current(&mut self) -> Result<Option<BTreeMap<Tid, Pid>>, DaemonError> {
         let mut now = BTreeMap::new();
         match self.target.clone() {
             Target::Cgroup(dir) => {
@@ -852,35 +855,17 @@ impl Daemon {
             }
             Target::Descendants | Target::Processes { .. } => {
                 // nothing was created anywhere while the last pid stays the same: then
-                // only exits can have happened, which a process's thread count shows
+                // only exits can have happened, which the processes' thread counts show
                 let last = procfs::last_pid().ok();
                 let created = last.is_none() || last != self.last_pid;
                 self.last_pid = last;
                 if created {
                     self.discover_processes()?;
-                }
-                let mut known: BTreeMap<Pid, Vec<Tid>> = BTreeMap::new();
-                for (&tid, t) in &self.state.threads {
-                    known.entry(t.pid).or_default().push(tid);
+                } else if self.counts_unchanged()? {
+                    return Ok(None);
                 }
                 let pids: Vec<Pid> = self.procs.keys().copied().collect();
                 for pid in pids {
-                    if !created {
-                        let known = known.remove(&pid).unwrap_or_default();
-                        // the leader thread's stat: the process's would sum over threads
-                        match procfs::thread_stat(pid, pid) {
-                            Ok(st) if st.num_threads as usize == known.len() && !st.exited() => {
-                                now.extend(known.into_iter().map(|t| (t, pid)));
-                                continue;
-                            }
-                            Ok(_) => {}
-                            Err(ProcError::Gone { .. }) => {
-                                self.procs.remove(&pid);
-                                continue;
-                            }
-                            Err(e) => return Err(e.into()),
-                        }
-                    }
                     match procfs::tasks(pid) {
                         Ok(tids) => {
                             for tid in tids {
@@ -895,7 +880,20 @@ impl Daemon {
                 }
             }
         }
-        Ok(now)
+        Ok(Some(now))
+    }
+
+    /// Whether every managed process still has exactly the threads tracked for it (read
+    /// from its leader thread's `stat`: the process's would sum over all its threads).
+    fn counts_unchanged(&self) -> Result<bool, DaemonError> {
+        for (&pid, p) in &self.procs {
+            match procfs::thread_stat(pid, pid) {
+                Ok(st) if st.num_threads as usize == p.tracked && !st.exited() => {}
+                Ok(_) | Err(ProcError::Gone { .. }) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(true)
     }
 
     /// Adds processes whose parent is managed (or, for [`Target::Descendants`], this
@@ -954,7 +952,9 @@ impl Daemon {
 
     /// Follows threads that started or exited since the last scan.
     fn scan(&mut self) -> Result<(), DaemonError> {
-        let now = self.current()?;
+        let Some(now) = self.current()? else {
+            return Ok(());
+        };
         let gone: Vec<Tid> = self
             .state
             .threads
@@ -980,7 +980,11 @@ impl Daemon {
             self.totals.exited_counters.accumulate(&tr.counters);
             self.state.threads.insert(tid, tr);
             self.hook(|p, ctx| p.thread_exited(ctx, ThreadId(tid as u32)))?;
-            self.state.threads.remove(&tid);
+            if let Some(tr) = self.state.threads.remove(&tid) {
+                if let Some(p) = self.procs.get_mut(&tr.pid) {
+                    p.tracked = p.tracked.saturating_sub(1);
+                }
+            }
         }
         self.journal.forget(tid);
         self.totals.exited += 1;
@@ -1075,6 +1079,9 @@ impl Daemon {
             boosted: false,
         };
         self.state.threads.insert(tid, tr);
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.tracked += 1;
+        }
         self.totals.started += 1;
         self.hook(|p, ctx| p.thread_started(ctx, ThreadId(tid as u32)))?;
         Ok(true)

@@ -150,7 +150,11 @@ impl StatFile {
             .file
             .read_at(&mut buf, 0)
             .map_err(|e| gone_or(&self.path, e))?;
-        let s = String::from_utf8_lossy(&buf[..n]);
+        // a command name may hold any bytes; only the rare invalid one pays for a copy
+        let s = match std::str::from_utf8(&buf[..n]) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(&buf[..n]),
+        };
         parse_stat(&s).ok_or_else(|| malformed(&self.path, &s))
     }
 }
