@@ -120,6 +120,22 @@ fn daemon_on(pids: &[i32], extra: &[&str]) -> Child {
         .unwrap()
 }
 
+/// A fresh cgroup v1 directory under `controller` for this test run, or `None` (said on
+/// stderr) where this host has no such controller or no permission.
+fn test_cgroup(controller: &str) -> Option<PathBuf> {
+    let dir = PathBuf::from(format!(
+        "/sys/fs/cgroup/{controller}/cachesched-test-{}",
+        std::process::id()
+    ));
+    match std::fs::create_dir(&dir) {
+        Ok(()) => Some(dir),
+        Err(e) => {
+            eprintln!("cannot create {} ({e}); skipped", dir.display());
+            None
+        }
+    }
+}
+
 fn kill_all(cs: Vec<Child>) {
     for mut c in cs {
         let _ = c.kill();
@@ -375,17 +391,9 @@ fn bad_run_input_is_named() {
 #[test]
 fn a_cgroups_threads_are_managed_and_restored() {
     let _g = serial();
-    let dir = PathBuf::from(format!(
-        "/sys/fs/cgroup/cpu/cachesched-test-{}",
-        std::process::id()
-    ));
-    if std::fs::create_dir(&dir).is_err() {
-        eprintln!(
-            "cannot create {} (no cgroup v1 cpu controller or no permission); skipped",
-            dir.display()
-        );
+    let Some(dir) = test_cgroup("cpu") else {
         return;
-    }
+    };
     let b = burner(2, 30_000);
     let pid = b.id() as i32;
     std::fs::write(dir.join("cgroup.procs"), pid.to_string()).unwrap();
@@ -513,17 +521,9 @@ fn directives_the_kernel_refuses_are_counted_and_reported_once() {
         return;
     }
     // a cpuset cgroup allowing CPU 0 only: homing threads on the other core fails
-    let dir = PathBuf::from(format!(
-        "/sys/fs/cgroup/cpuset/cachesched-test-{}",
-        std::process::id()
-    ));
-    if std::fs::create_dir(&dir).is_err() {
-        eprintln!(
-            "cannot create {} (no cgroup v1 cpuset or no permission); skipped",
-            dir.display()
-        );
+    let Some(dir) = test_cgroup("cpuset") else {
         return;
-    }
+    };
     std::fs::write(dir.join("cpuset.cpus"), "0").unwrap();
     std::fs::write(dir.join("cpuset.mems"), "0").unwrap();
     let b = burner(4, 30_000);

@@ -915,7 +915,8 @@ impl Daemon {
             if pid == self.me || self.procs.contains_key(&pid) || self.others.contains(&pid) {
                 continue;
             }
-            match procfs::process_stat(pid) {
+            // the leader's stat: the process's would sum over all its threads
+            match procfs::thread_stat(pid, pid) {
                 Ok(st) => fresh.push((pid, st.ppid)),
                 Err(ProcError::Gone { .. }) => {}
                 Err(e) => return Err(e.into()),
