@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use cachesched_core::Policy;
 use cachesched_linux::daemon::{self, Daemon, DaemonConfig, StatsRecord, Target};
-use cachesched_linux::process::{self as signals, exit_code, reap};
+use cachesched_linux::process::{self, exit_code, reap};
 use cachesched_linux::sched;
 use cachesched_policies::{build_policy, Chain, PolicySpec};
 use clap::Args;
@@ -147,7 +147,7 @@ fn wait_for(cmd_pid: i32) -> i32 {
             return exit_code(st);
         }
         if t0.elapsed() > Duration::from_secs(5) {
-            signals::send(cmd_pid, signals::SIGKILL);
+            process::send(cmd_pid, process::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -212,7 +212,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if honours == Some(false) && specs.iter().any(|s| matches!(s, PolicySpec::Timeslice(_))) {
         eprintln!("warning: this kernel is older than 6.12 and ignores per-task slices set with sched_setattr; the timeslice policy will have no effect");
     }
-    signals::install_stop_handlers().context("cannot install signal handlers")?;
+    process::install_stop_handlers().context("cannot install signal handlers")?;
     if target == Target::Descendants {
         daemon::become_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER) failed")?;
     }
@@ -277,7 +277,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         .map(|ms| start + Duration::from_millis(ms));
     let mut cmd_status = None;
     let stopped_by: String = loop {
-        if let Some(sig) = signals::stop_signal() {
+        if let Some(sig) = process::stop_signal() {
             break format!("signal {sig}");
         }
         if let Some(pid) = cmd_pid {
@@ -333,9 +333,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
     for (tid, e) in &rep.failed {
         eprintln!("  thread {tid}: {e}");
     }
-    let code = match (cmd_pid, signals::stop_signal()) {
+    let code = match (cmd_pid, process::stop_signal()) {
         (Some(pid), Some(sig)) if cmd_status.is_none() => {
-            signals::send(pid, sig);
+            process::send(pid, sig);
             wait_for(pid)
         }
         (Some(pid), None) if cmd_status.is_none() => {
