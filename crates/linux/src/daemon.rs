@@ -975,11 +975,10 @@ impl Daemon {
     }
 
     fn exited(&mut self, tid: Tid) -> Result<(), DaemonError> {
-        if let Some(mut tr) = self.state.threads.remove(&tid) {
+        if let Some(tr) = self.state.threads.get_mut(&tid) {
             // a counter stays readable after its thread exits: keep the final counts
-            read_counters(&mut tr);
+            read_counters(tr);
             self.totals.exited_counters.accumulate(&tr.counters);
-            self.state.threads.insert(tid, tr);
             self.hook(|p, ctx| p.thread_exited(ctx, ThreadId(tid as u32)))?;
             if let Some(tr) = self.state.threads.remove(&tid) {
                 if let Some(p) = self.procs.get_mut(&tr.pid) {
