@@ -17,7 +17,8 @@ pub enum BenchCommand {
     /// side by side with cachegrind's rate on a reference program.
     Engine(EngineBenchArgs),
     /// Workload generators' accesses per second against the cache model's (the
-    /// niagara-2c memory system) on the same accesses.
+    /// niagara-2c memory system fed the same operations) and the whole simulated
+    /// machine's.
     Workloads(WorkloadBenchArgs),
     /// CASC's decision cost: the PCMR linear solve and the bucketization at 18, 100 and
     /// 1,000 threads, against the 10 ms slice the scheduler decides for.
@@ -113,28 +114,51 @@ fn run_casc(a: CascBenchArgs) -> Result<()> {
 /// Arguments of `cachesched bench workloads`.
 #[derive(Args, Debug)]
 pub struct WorkloadBenchArgs {
-    /// Accesses per profile.
+    /// Accesses per profile for the generator and the cache model.
     #[arg(long, default_value_t = 2_000_000)]
     accesses: usize,
+    /// Timed repetitions of the generator and the cache model (the best is kept).
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+    /// Simulated milliseconds per profile for the whole machine (0: skip).
+    #[arg(long, default_value_t = 10.0)]
+    machine_ms: f64,
     /// Only these profiles (comma-separated; default all).
     #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
     profiles: Vec<String>,
 }
 
 fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
-    use cachesched_core::{Counters, SimRng};
+    use cachesched_core::{CacheKind, Counters, SimRng};
+    use cachesched_sim::config::PagePlacement;
     use cachesched_sim::memory::MemorySystem;
     use cachesched_sim::workload::{profiles, LocalityThread, Op, Workload};
-    let m = cachesched_sim::MachineConfig::preset("niagara-2c")?;
+    const MACHINE: &str = "niagara-2c";
+    let m = cachesched_sim::MachineConfig::preset(MACHINE)?;
     let topo = m.topology()?;
+    let ipath_shift = topo
+        .caches
+        .iter()
+        .find(|l| l.level == 1 && l.kind != CacheKind::Data)
+        .map(|l| l.line_bytes.trailing_zeros())
+        .unwrap_or(6);
+    let pages = PagePlacement::default();
     println!(
-        "generation as the engine fetches it (boxed workload, batches of 32) against the niagara-2c\n\
-         memory system (L1 + shared L2 + coherence + bus) fed the same accesses, {} per profile\n",
-        a.accesses
+        "gen: generation as the engine fetches it (boxed workload, batches of 32), {n} accesses,\n  \
+         best of {rep}\n\
+         cache model: the {MACHINE} memory system (L1I, L1D, shared L2, coherence, bus) fed the\n  \
+         same operations as the engine feeds it (an instruction fetch when the pc enters a new\n  \
+         line, the data access, page placement), {n} accesses, best of {rep}\n\
+         machine: the whole simulated machine, one thread of the profile per CPU ({cpus}),\n  \
+         {ms} ms simulated, data accesses per wall-clock second (generation included)\n",
+        n = a.accesses,
+        rep = a.repeat.max(1),
+        cpus = topo.nr_cpus(),
+        ms = a.machine_ms,
     );
     println!(
-        "{:<13} {:>14} {:>16} {:>8}",
-        "profile", "gen access/s", "cache access/s", "ratio"
+        "{:<13} {:>10} {:>12} {:>7} {:>10} {:>7}",
+        "profile", "gen acc/s", "cache acc/s", "ratio", "machine", "ratio"
     );
     let mut all: Vec<(String, cachesched_sim::workload::LocalityModel)> = profiles()
         .into_iter()
@@ -155,52 +179,101 @@ fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
         }
         all.retain(|(n, _)| a.profiles.contains(n));
     }
-    let mut ratios = Vec::new();
+    let (mut cache_ratios, mut machine_ratios) = (Vec::new(), Vec::new());
     for (name, model) in all {
-        // timed pass: generation alone, through dynamic dispatch like the engine
-        let mut t: Box<dyn Workload> =
-            Box::new(LocalityThread::new(model.clone(), 0, 0, SimRng::new(1)));
-        let mut buf = Vec::with_capacity(32);
-        let t0 = Instant::now();
-        let mut n = 0;
-        while n < a.accesses {
-            buf.clear();
-            t.fill(&mut buf, 32);
-            for op in std::hint::black_box(&buf) {
-                if let Op::Access { addr, .. } = op {
-                    std::hint::black_box(addr);
-                    n += 1;
+        // timed passes: generation alone, through dynamic dispatch like the engine
+        let gen = (0..a.repeat.max(1))
+            .map(|_| {
+                let mut t: Box<dyn Workload> =
+                    Box::new(LocalityThread::new(model.clone(), 0, 0, SimRng::new(1)));
+                let mut buf = Vec::with_capacity(32);
+                let t0 = Instant::now();
+                let mut n = 0;
+                while n < a.accesses {
+                    buf.clear();
+                    t.fill(&mut buf, 32);
+                    for op in std::hint::black_box(&buf) {
+                        if let Op::Access { addr, .. } = op {
+                            std::hint::black_box(addr);
+                            n += 1;
+                        }
+                    }
                 }
-            }
-        }
-        let gen = t0.elapsed().as_secs_f64();
-        // the same accesses again, stored for the cache model
+                t0.elapsed().as_secs_f64() / n as f64
+            })
+            .fold(f64::INFINITY, f64::min);
+        // the same operations again, stored, then fed to the memory system
         let mut t = LocalityThread::new(model, 0, 0, SimRng::new(1));
         let mut ops = Vec::with_capacity(a.accesses);
-        t.feed_accesses(a.accesses as u64, |addr, write| ops.push((addr, write)));
-        let mut mem = MemorySystem::new(&m, &topo)?;
-        let mut ctr = Counters::default();
-        let t1 = Instant::now();
-        for (i, &(addr, write)) in ops.iter().enumerate() {
-            std::hint::black_box(mem.data_access(0, 1, addr, write, i as u64 * 4, &mut ctr));
+        while ops.len() < a.accesses {
+            if let Op::Access {
+                addr, write, pc, ..
+            } = t.next_op()
+            {
+                ops.push((addr, write, pc));
+            }
         }
-        let model_s = t1.elapsed().as_secs_f64();
-        let n = n as f64;
-        let ratio = (model_s / a.accesses as f64) / (gen / n);
-        ratios.push(ratio);
+        let mut cache = f64::INFINITY;
+        for _ in 0..a.repeat.max(1) {
+            let mut mem = MemorySystem::new(&m, &topo)?;
+            let mut ctr = Counters::default();
+            let mut last_line = u64::MAX;
+            let t1 = Instant::now();
+            for (i, &(addr, write, pc)) in ops.iter().enumerate() {
+                let now = i as u64 * 4;
+                if pc >> ipath_shift != last_line {
+                    last_line = pc >> ipath_shift;
+                    std::hint::black_box(mem.instr_fetch(0, 1, pages.translate(pc), now, &mut ctr));
+                }
+                std::hint::black_box(mem.data_access(
+                    0,
+                    1,
+                    pages.translate(addr),
+                    write,
+                    now,
+                    &mut ctr,
+                ));
+            }
+            cache = cache.min(t1.elapsed().as_secs_f64() / a.accesses as f64);
+        }
+        let cache_ratio = cache / gen;
+        cache_ratios.push(cache_ratio);
+        let machine = if a.machine_ms > 0.0 {
+            let mut cfg = SimConfig::new(
+                MACHINE,
+                ThreadGroup::parse_mix(&format!("{name}:{}", topo.nr_cpus()))?,
+            );
+            cfg.duration_ms = a.machine_ms;
+            let t2 = Instant::now();
+            let r = simulate(&cfg)?;
+            let per = t2.elapsed().as_secs_f64() / r.totals.l1d_refs.max(1) as f64;
+            machine_ratios.push(per / gen);
+            format!("{:>10.3e} {:>6.1}x", 1.0 / per, per / gen)
+        } else {
+            format!("{:>10} {:>7}", "-", "-")
+        };
         println!(
-            "{name:<13} {:>14.3e} {:>16.3e} {:>7.1}x",
-            n / gen,
-            a.accesses as f64 / model_s,
-            ratio
+            "{name:<13} {:>10.3e} {:>12.3e} {:>6.1}x {machine}",
+            1.0 / gen,
+            1.0 / cache,
+            cache_ratio,
         );
     }
-    ratios.sort_by(f64::total_cmp);
-    println!(
-        "\nratio: min {:.1}x, median {:.1}x (target: generation at least 10x the memory system)",
-        ratios[0],
-        ratios[ratios.len() / 2]
-    );
+    let summary = |what: &str, r: &mut Vec<f64>| {
+        if r.is_empty() {
+            return;
+        }
+        r.sort_by(f64::total_cmp);
+        println!(
+            "{what}: min {:.1}x, median {:.1}x, max {:.1}x",
+            r[0],
+            r[r.len() / 2],
+            r[r.len() - 1]
+        );
+    };
+    println!("\ngeneration's rate against (target: at least 10x)");
+    summary("  the cache model", &mut cache_ratios);
+    summary("  the whole machine", &mut machine_ratios);
     Ok(())
 }
 

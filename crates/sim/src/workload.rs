@@ -7,6 +7,7 @@
 //! phases) and a few generic named profiles. Profiles emulating specific benchmarks
 //! build on it.
 
+use cachesched_core::rng::StreamRng;
 use cachesched_core::{Nanos, SimRng};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -67,8 +68,10 @@ pub enum Pattern {
         /// Stride in bytes.
         stride: u64,
     },
-    /// Pointer chasing: a fixed pseudo-random cyclic walk visiting every 64-byte line of
-    /// the region once per cycle (LRU's worst case once the region exceeds the cache).
+    /// Pointer chasing: a fixed cyclic walk visiting every 64-byte line of the region
+    /// once per cycle (LRU's worst case once the region exceeds the cache), consecutive
+    /// lines about 0.62 of the region apart (no spatial locality from one access to
+    /// the next).
     Chase,
     /// Reuse-distance driven: each access goes to the line at an LRU stack distance
     /// drawn from a geometric distribution with mean `mean_lines` (a new line when the
@@ -82,23 +85,26 @@ pub enum Pattern {
     },
 }
 
-/// The next line of a [`Pattern::Chase`] walk over `n` lines: a full-period linear
-/// congruential step modulo the next power of two, skipping values ≥ `n` (cycle
-/// walking), so the walk is a single cycle over all `n` lines.
-#[inline]
-fn chase_next(cur: u64, n: u64) -> u64 {
-    let m = n.next_power_of_two();
-    let mut x = cur;
-    loop {
-        // a ≡ 1 (mod 4) and c odd give a full period modulo any power of two
-        x = (x
-            .wrapping_mul(0x5851_F42D_4C95_7F2D)
-            .wrapping_add(0x1405_7B7E_F767_814F))
-            & (m - 1);
-        if x < n {
-            return x;
+/// The stride in lines of a [`Pattern::Chase`] walk over `n` lines: the integer
+/// nearest n·(√5 − 1)/2 that is coprime to `n`, so that stepping by it modulo `n` is a
+/// single cycle through all `n` lines in which consecutive lines lie about 0.62 of the
+/// region apart (the golden ratio's Weyl sequence, the most evenly spread such walk).
+fn chase_stride(n: u64) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
         }
     }
+    if n <= 1 {
+        return 0;
+    }
+    let mut s = ((n as f64 * 0.618_033_988_749_894_9).round() as u64).clamp(1, n - 1);
+    while gcd(s, n) != 1 {
+        s += 1;
+    }
+    s
 }
 
 /// A memory region of a thread.
@@ -447,34 +453,64 @@ pub fn server_group_size(name: &str) -> Option<u32> {
 #[derive(Debug, Clone)]
 pub struct LocalityThread {
     model: LocalityModel,
-    rng: SimRng,
+    /// What the per-access hot path reads.
+    tables: Tables,
+    /// What the hot path updates on every access (kept in registers while a batch is
+    /// generated, see [`Workload::fill`]).
+    cur: Cursor,
+    /// Per region: the position of a stream or chase, lines handed out by a reuse
+    /// region.
     cursors: Vec<u64>,
+    /// LRU stacks of `Pattern::Reuse` regions.
+    stacks: Vec<Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>>,
+    /// What `cur.until` started from at the last check.
+    period: u64,
+    /// Instructions left before the thread exits (`u64::MAX`: never).
+    exit_left: u64,
+    /// Instructions left in the current run burst (`u64::MAX`: never sleeps).
+    run_left: u64,
+    /// Instructions per run burst at the base CPI (`u64::MAX`: never sleeps).
+    run_instr: u64,
+}
+
+/// The read-only part of a [`LocalityThread`] that every access consults.
+#[derive(Debug, Clone)]
+struct Tables {
     /// Per region: base address, size in bytes, and the pattern, flattened for the hot
     /// path.
     rt: Vec<RegionRt>,
-    /// Instruction limit (`u64::MAX`: none).
-    limit: u64,
-    /// Code footprint in bytes.
-    code: u64,
-    /// LRU stacks of `Pattern::Reuse` regions.
-    stacks: Vec<Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>>,
     /// Cumulative region weights scaled to 2^16 (region choice from 16 random bits).
     cum_weights: Vec<u32>,
     /// Per 1/256 bucket of the 16-bit region draw, the region at its bottom and top:
     /// where they agree the region is known without a search.
-    region_table: Vec<(u8, u8)>,
-    /// Write fraction scaled to 2^16.
-    write_threshold: u32,
-    code_base: u64,
-    pc: u64,
-    executed: u64,
-    run_left: f64,
+    region_table: Box<[(u8, u8); 256]>,
+    /// Per 1/1024 bucket of the 53-bit uniform draw: the smallest gap `lo` in it (high
+    /// bits) and, below them, the draw within the bucket where the gap drops from
+    /// `lo + 1` to `lo`, so that inversion stays exact without a logarithm;
+    /// [`GAP_EXACT`] where the bucket spans more than two gaps. 8 KB, so it stays in
+    /// the host's L1 cache.
+    gap_table: Box<[u64; GAP_BUCKETS]>,
     /// 1 / ln(1 − p) of the geometric gap distribution (p = 1 / (gap_mean + 1)).
     inv_ln_q: f64,
-    /// Per 1/1024 bucket of the uniform draw, the gap at its top and bottom: where they
-    /// agree the gap is known without a logarithm (inversion stays exact). 4 KB, so it
-    /// stays in the host's L1 cache; gaps beyond u16 take the exact path.
-    gap_table: Vec<(u16, u16)>,
+    /// Write fraction scaled to 2^16.
+    write_threshold: u64,
+    /// Some region is a simple stream (see [`RegionRt::simple`]).
+    streams: bool,
+    /// Code footprint in bytes.
+    code: u64,
+    /// Address of the code.
+    code_base: u64,
+}
+
+/// The state every access advances.
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    rng: StreamRng,
+    /// Offset of the next instruction within the code.
+    pc: u64,
+    /// Instructions left before the next exit or sleep check (0: check now); the hot
+    /// path only counts this down.
+    until: u64,
 }
 
 /// A region as the hot path sees it.
@@ -485,6 +521,11 @@ struct RegionRt {
     pattern: Pattern,
     /// `pattern` is `Pattern::Random`.
     random: bool,
+    /// Random, or a stream with a stride below the size: the hot path computes the
+    /// offset without a branch (a random region's cursor stays 0).
+    simple: bool,
+    /// The stride of a simple stream, 0 for a random region.
+    stride: u64,
     /// 1 / ln(1 − p) for `Pattern::Reuse`.
     inv_ln: f64,
 }
@@ -506,6 +547,20 @@ fn wrap(v: u64, m: u64) -> u64 {
 const GAP_BUCKET_BITS: u32 = 10;
 /// Buckets of the gap lookup table.
 const GAP_BUCKETS: usize = 1 << GAP_BUCKET_BITS;
+/// Bits of the 53-bit draw within a bucket of the gap table.
+const GAP_SPLIT_BITS: u32 = 53 - GAP_BUCKET_BITS;
+/// Mask of the draw within a bucket.
+const GAP_SPLIT_MASK: u64 = (1 << GAP_SPLIT_BITS) - 1;
+/// A gap table entry meaning "compute the logarithm".
+const GAP_EXACT: u64 = u64::MAX;
+
+/// The geometric gap for the 53-bit uniform draw `x` (u = x / 2^53) by inversion:
+/// ⌊ln u / ln q⌋, the quotient being non-negative, capped at 10^6.
+#[inline]
+fn gap_of(x: u64, inv_ln_q: f64) -> u64 {
+    let u = (x as f64 * (1.0 / (1u64 << 53) as f64)).max(1e-300);
+    (u.ln() * inv_ln_q).min(1e6) as u64
+}
 
 /// Bytes of virtual address space between processes. Within a process:
 /// `[0, 2^40)` process-shared regions, `[2^40, 2^42)` sharing groups (8 GiB each),
@@ -535,24 +590,49 @@ impl LocalityThread {
         process: u32,
         index: u32,
         group: u32,
-        rng: SimRng,
+        mut rng: SimRng,
     ) -> LocalityThread {
         let proc_base = (process as u64 + 1) * PROCESS_SPAN;
         let thread_base =
             proc_base + (1 << 42) + (index % MAX_THREADS_PER_PROCESS) as u64 * AREA_SPAN;
         let group_base = proc_base + (1 << 40) + (group % MAX_GROUPS) as u64 * AREA_SPAN;
-        let mut bases = Vec::new();
         let mut offs = [0u64; 3];
-        for r in &model.regions {
-            let size = r.kb << 10;
-            let (base, k) = match r.scope {
-                Scope::Private => (thread_base, 0),
-                Scope::Group => (group_base, 1),
-                Scope::Process => (proc_base, 2),
-            };
-            bases.push(base + offs[k]);
-            offs[k] += size.next_multiple_of(1 << 20);
-        }
+        let rt: Vec<RegionRt> = model
+            .regions
+            .iter()
+            .map(|r| {
+                let size = r.kb << 10;
+                let (base, k) = match r.scope {
+                    Scope::Private => (thread_base, 0),
+                    Scope::Group => (group_base, 1),
+                    Scope::Process => (proc_base, 2),
+                };
+                let base = base + offs[k];
+                offs[k] += size.next_multiple_of(1 << 20);
+                RegionRt {
+                    base,
+                    size,
+                    pattern: r.pattern,
+                    random: r.pattern == Pattern::Random,
+                    simple: match r.pattern {
+                        Pattern::Random | Pattern::Chase => true,
+                        Pattern::Stream { stride } => stride < size,
+                        Pattern::Reuse { .. } => false,
+                    },
+                    stride: match r.pattern {
+                        Pattern::Stream { stride } if stride < size => stride,
+                        Pattern::Chase => chase_stride((size / 64).max(1)) * 64,
+                        _ => 0,
+                    },
+                    inv_ln: match r.pattern {
+                        Pattern::Reuse { mean_lines } => {
+                            1.0 / (1.0 - 1.0 / (mean_lines + 1.0)).ln()
+                        }
+                        _ => 0.0,
+                    },
+                }
+            })
+            .collect();
         let total: f64 = model.regions.iter().map(|r| r.weight).sum();
         let mut acc = 0.0;
         let cum_weights: Vec<u32> = model
@@ -563,48 +643,73 @@ impl LocalityThread {
                 (acc * 65536.0).round() as u32
             })
             .collect();
-        let write_threshold = (model.write_fraction * 65536.0).round() as u32;
-        let code_base = thread_base + AREA_SPAN - (model.code_kb << 10) - 4096;
-        let run_left = model.run_ms.map(|r| r * 1e6).unwrap_or(f64::INFINITY);
-        let geo_p = 1.0 / (model.gap_mean + 1.0);
-        let inv_ln_q = 1.0 / (1.0 - geo_p).ln();
-        let gap_at = |u: f64| -> u32 {
-            if u <= 0.0 {
-                u32::MAX
-            } else {
-                (u.ln() * inv_ln_q).min(1e6) as u32
-            }
-        };
-        let gap_table = (0..GAP_BUCKETS)
-            .map(|i| {
-                let top = (i + 1) as f64 / GAP_BUCKETS as f64;
-                let bottom = i as f64 / GAP_BUCKETS as f64;
-                match (u16::try_from(gap_at(top)), u16::try_from(gap_at(bottom))) {
-                    (Ok(lo), Ok(hi)) => (lo, hi),
-                    _ => (0, 1), // never equal: exact path
+        let region_table: Vec<(u8, u8)> = (0..256u32)
+            .map(|b| {
+                let at = |pick: u32| {
+                    cum_weights
+                        .iter()
+                        .position(|&c| pick < c)
+                        .unwrap_or(cum_weights.len() - 1)
+                        .min(255) as u8
+                };
+                if cum_weights.len() > 255 {
+                    (0, 1) // never equal: search
+                } else {
+                    (at(b << 8), at((b << 8) | 0xff))
                 }
             })
             .collect();
+        let geo_p = 1.0 / (model.gap_mean + 1.0);
+        let inv_ln_q = 1.0 / (1.0 - geo_p).ln();
+        let gap_table: Vec<u64> = (0..GAP_BUCKETS as u64)
+            .map(|i| {
+                // draws x in [first, last] (53 bits) fall into bucket i; the gap falls
+                // as x grows
+                let first = i << GAP_SPLIT_BITS;
+                let last = first + GAP_SPLIT_MASK;
+                let (lo, hi) = (gap_of(last, inv_ln_q), gap_of(first, inv_ln_q));
+                if hi > lo + 1 || lo >= GAP_EXACT >> GAP_SPLIT_BITS {
+                    return GAP_EXACT;
+                }
+                // the first draw of the bucket whose gap is `lo` (binary search)
+                let (mut a, mut b) = (first, last);
+                while a < b {
+                    let mid = a + (b - a) / 2;
+                    if gap_of(mid, inv_ln_q) == lo {
+                        b = mid;
+                    } else {
+                        a = mid + 1;
+                    }
+                }
+                (lo << GAP_SPLIT_BITS) | (a - first)
+            })
+            .collect();
+        let code = model.code_kb << 10;
+        let tables = Tables {
+            streams: rt.iter().any(|r| r.simple && !r.random),
+            rt,
+            cum_weights,
+            region_table: region_table.try_into().expect("256 buckets"),
+            gap_table: gap_table.try_into().expect("GAP_BUCKETS buckets"),
+            inv_ln_q,
+            write_threshold: (model.write_fraction * 65536.0).round() as u64,
+            code,
+            code_base: thread_base + AREA_SPAN - code - 4096,
+        };
+        // run bursts are CPU time at 1 GHz and the base CPI; exact time is the kernel's
+        let run_instr = model
+            .run_ms
+            .map(|r| ((r * 1e6 / model.base_cpi).round() as u64).max(1))
+            .unwrap_or(u64::MAX);
+        let exit_left = model.instructions.unwrap_or(u64::MAX);
+        let until = exit_left.min(run_instr);
         LocalityThread {
-            rt: model
-                .regions
-                .iter()
-                .zip(&bases)
-                .map(|(r, &base)| RegionRt {
-                    base,
-                    size: r.kb << 10,
-                    pattern: r.pattern,
-                    random: r.pattern == Pattern::Random,
-                    inv_ln: match r.pattern {
-                        Pattern::Reuse { mean_lines } => {
-                            1.0 / (1.0 - 1.0 / (mean_lines + 1.0)).ln()
-                        }
-                        _ => 0.0,
-                    },
-                })
-                .collect(),
-            limit: model.instructions.unwrap_or(u64::MAX),
-            code: model.code_kb << 10,
+            tables,
+            cur: Cursor {
+                rng: StreamRng::from_rng(&mut rng),
+                pc: 0,
+                until,
+            },
             cursors: vec![0; model.regions.len()],
             stacks: model
                 .regions
@@ -614,32 +719,10 @@ impl LocalityThread {
                         .then(|| Box::new(crate::mrc::StackDistances::dense()))
                 })
                 .collect(),
-            region_table: (0..256u32)
-                .map(|b| {
-                    let at = |pick: u32| {
-                        cum_weights
-                            .iter()
-                            .position(|&c| pick < c)
-                            .unwrap_or(cum_weights.len() - 1)
-                            .min(255) as u8
-                    };
-                    let (lo, hi) = (at(b << 8), at((b << 8) | 0xff));
-                    if cum_weights.len() > 255 {
-                        (0, 1) // never equal: search
-                    } else {
-                        (lo, hi)
-                    }
-                })
-                .collect(),
-            cum_weights,
-            write_threshold,
-            code_base,
-            pc: 0,
-            executed: 0,
-            run_left,
-            inv_ln_q,
-            gap_table,
-            rng,
+            period: until,
+            exit_left,
+            run_left: run_instr,
+            run_instr,
             model,
         }
     }
@@ -661,75 +744,113 @@ impl LocalityThread {
         fed
     }
 
-    /// The offset of the next access to region `r` when its pattern is not random:
-    /// out of line, so that the random case's loop stays small.
-    #[inline(never)]
-    fn patterned_offset(&mut self, r: usize, bits: u64) -> u64 {
-        let reg = self.rt[r];
-        let size = reg.size;
-        match reg.pattern {
-            Pattern::Random => (((bits >> 32) * (size >> 3)) >> 32) << 3,
-            Pattern::Stream { stride } => {
-                let o = self.cursors[r];
-                self.cursors[r] = wrap(o + stride, size);
-                o
-            }
-            Pattern::Chase => {
-                let line = chase_next(self.cursors[r], (size / 64).max(1));
-                self.cursors[r] = line;
-                line * 64
-            }
-            Pattern::Reuse { .. } => {
-                let lines = (size / 64).max(1);
-                let u = ((bits >> 32) as f64 + 0.5) / 4294967296.0;
-                let d = (u.ln() * reg.inv_ln) as u64;
-                let stack = self.stacks[r].as_mut().expect("reuse regions have a stack");
-                let line = match stack.at_depth(d) {
-                    Some(l) => l,
-                    None if self.cursors[r] < lines => {
-                        self.cursors[r] += 1;
-                        self.cursors[r] - 1
-                    }
-                    None => stack
-                        .at_depth(d % stack.distinct())
-                        .expect("non-empty stack"),
-                };
-                stack.touch(line);
-                line * 64
-            }
+    /// At the end of a counted-down period: [`Op::Exit`] once the instruction limit is
+    /// reached, [`Op::Sleep`] at the end of a run burst (and a new burst begins), `None`
+    /// when neither is due yet (the next period is counted down).
+    #[cold]
+    fn exit_or_sleep(&mut self) -> Option<Op> {
+        let done = std::mem::take(&mut self.period);
+        self.exit_left -= done.min(self.exit_left);
+        self.run_left -= done.min(self.run_left);
+        if self.exit_left == 0 {
+            return Some(Op::Exit);
         }
-    }
-
-    #[inline]
-    fn gap(&mut self) -> u32 {
-        // geometric number of failures before success, mean = gap_mean, by inversion
-        // (the quotient is non-negative, so truncation is floor); the table answers
-        // whenever the whole bucket of the draw maps to one gap
-        let bits = self.rng.next_u64();
-        let (lo, hi) = self.gap_table[(bits >> (64 - GAP_BUCKET_BITS)) as usize];
-        if lo == hi {
-            return lo as u32;
-        }
-        let u = ((bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)).max(1e-300);
-        (u.ln() * self.inv_ln_q).min(1e6) as u32
+        let op = (self.run_left == 0).then(|| {
+            self.run_left = self.run_instr;
+            Op::Sleep(Nanos((self.model.sleep_ms.unwrap_or(1.0) * 1e6) as u64))
+        });
+        self.cur.until = self.exit_left.min(self.run_left);
+        self.period = self.cur.until;
+        op
     }
 }
 
-impl Workload for LocalityThread {
+/// The offset of the next access to region `reg` for any pattern (the hot path takes
+/// simple regions itself, see [`RegionRt::simple`]); `cursor` and `stack` are the
+/// region's.
+#[inline(always)]
+fn patterned_offset(
+    reg: &RegionRt,
+    cursor: &mut u64,
+    stack: &mut Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>,
+    bits: u64,
+) -> u64 {
+    let size = reg.size;
+    let o = *cursor;
+    match reg.pattern {
+        Pattern::Random => (((bits >> 32) * (size >> 3)) >> 32) << 3,
+        Pattern::Stream { stride } => {
+            *cursor = wrap(o + stride, size);
+            o
+        }
+        Pattern::Chase => {
+            *cursor = wrap(o + reg.stride, size);
+            o
+        }
+        Pattern::Reuse { .. } => reuse_offset(reg, cursor, stack, bits),
+    }
+}
+
+/// The offset of the next access to a [`Pattern::Reuse`] region: out of line, as it
+/// costs far more than the call.
+#[inline(never)]
+fn reuse_offset(
+    reg: &RegionRt,
+    cursor: &mut u64,
+    stack: &mut Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>,
+    bits: u64,
+) -> u64 {
+    let lines = (reg.size / 64).max(1);
+    let u = ((bits >> 32) as f64 + 0.5) / 4294967296.0;
+    let d = (u.ln() * reg.inv_ln) as u64;
+    let stack = stack.as_mut().expect("reuse regions have a stack");
+    let line = match stack.at_depth(d) {
+        Some(l) => l,
+        None if *cursor < lines => {
+            *cursor += 1;
+            *cursor - 1
+        }
+        None => stack
+            .at_depth(d % stack.distinct())
+            .expect("non-empty stack"),
+    };
+    stack.touch(line);
+    line * 64
+}
+
+impl Tables {
+    /// A geometric number of non-memory instructions (failures before success, mean
+    /// `gap_mean`), by inversion: the quotient is non-negative, so truncation is floor.
+    /// The table answers whenever the bucket of the draw spans at most two gaps.
     #[inline(always)]
-    fn next_op(&mut self) -> Op {
-        if self.executed >= self.limit {
-            return Op::Exit;
+    fn gap(&self, rng: &mut StreamRng) -> u32 {
+        self.gap_for(rng.next_u64() >> 11)
+    }
+
+    /// The gap for the 53-bit uniform draw `x`.
+    #[inline(always)]
+    fn gap_for(&self, x: u64) -> u32 {
+        let e = self.gap_table[(x >> GAP_SPLIT_BITS) as usize];
+        if e != GAP_EXACT {
+            return ((e >> GAP_SPLIT_BITS) + ((x & GAP_SPLIT_MASK) < (e & GAP_SPLIT_MASK)) as u64)
+                as u32;
         }
-        if self.run_left <= 0.0 {
-            self.run_left = self.model.run_ms.unwrap_or(f64::INFINITY) * 1e6;
-            let s = self.model.sleep_ms.unwrap_or(1.0);
-            return Op::Sleep(Nanos((s * 1e6) as u64));
-        }
-        let gap = self.gap();
+        gap_of(x, self.inv_ln_q) as u32
+    }
+
+    /// The next access; `cursors` and `stacks` are the thread's, per region. `STREAMS`
+    /// false: no region is a simple stream, so a simple region is a random one.
+    #[inline(always)]
+    fn access<const STREAMS: bool>(
+        &self,
+        cur: &mut Cursor,
+        cursors: &mut [u64],
+        stacks: &mut [Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>],
+    ) -> Op {
+        let gap = self.gap(&mut cur.rng);
         // one draw decides region (16 bits), store or load (16 bits) and the word
         // within a random region (32 bits, multiply-shift)
-        let bits = self.rng.next_u64();
+        let bits = cur.rng.next_u64();
         let pick = (bits & 0xffff) as u32;
         let (lo, hi) = self.region_table[(pick >> 8) as usize];
         let r = if lo == hi {
@@ -741,26 +862,77 @@ impl Workload for LocalityThread {
                 .unwrap_or(self.cum_weights.len() - 1)
         };
         let reg = &self.rt[r];
-        let base = reg.base;
-        // the common case inline (multiply-shift), the other patterns out of line
-        let off = if reg.random {
+        let off = if !STREAMS && reg.random {
             (((bits >> 32) * (reg.size >> 3)) >> 32) << 3
+        } else if STREAMS && reg.simple {
+            // both candidates, then a select: regions of different patterns interleave
+            // at random, so a branch on the pattern would be mispredicted often
+            let random = (((bits >> 32) * (reg.size >> 3)) >> 32) << 3;
+            let pos = cursors[r];
+            let next = pos + reg.stride;
+            cursors[r] = if next >= reg.size {
+                next - reg.size
+            } else {
+                next
+            };
+            if reg.random {
+                random
+            } else {
+                pos
+            }
         } else {
-            self.patterned_offset(r, bits)
+            patterned_offset(reg, &mut cursors[r], &mut stacks[r], bits)
         };
-        let write = ((bits >> 16) & 0xffff) < self.write_threshold as u64;
         let n = gap as u64 + 1;
-        self.pc = wrap(self.pc + 4 * n, self.code);
-        self.executed += n;
-        if self.run_left.is_finite() {
-            // approximate CPU time at 1 GHz and base CPI; exact time is the kernel's
-            self.run_left -= n as f64 * self.model.base_cpi;
-        }
+        cur.pc = wrap(cur.pc + 4 * n, self.code);
+        cur.until = cur.until.saturating_sub(n);
         Op::Access {
             gap,
-            addr: base + off,
-            write,
-            pc: self.code_base + self.pc,
+            addr: reg.base + off,
+            write: ((bits >> 16) & 0xffff) < self.write_threshold,
+            pc: self.code_base + cur.pc,
+        }
+    }
+}
+
+impl Workload for LocalityThread {
+    fn next_op(&mut self) -> Op {
+        if self.cur.until == 0 {
+            if let Some(op) = self.exit_or_sleep() {
+                return op;
+            }
+        }
+        self.tables
+            .access::<true>(&mut self.cur, &mut self.cursors, &mut self.stacks)
+    }
+
+    fn fill(&mut self, out: &mut Vec<Op>, max: usize) {
+        out.reserve(max);
+        let end = out.len() + max;
+        while out.len() < end {
+            if self.cur.until == 0 {
+                if let Some(op) = self.exit_or_sleep() {
+                    out.push(op);
+                    if op == Op::Exit {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            // the cursor in a local, so that it stays in registers: stores into `out`
+            // could otherwise alias it and force a reload after every access
+            let mut cur = self.cur;
+            let (tables, cursors, stacks) = (&self.tables, &mut self.cursors, &mut self.stacks);
+            if tables.streams {
+                while out.len() < end && cur.until > 0 {
+                    out.push(tables.access::<true>(&mut cur, cursors, stacks));
+                }
+            } else {
+                while out.len() < end && cur.until > 0 {
+                    out.push(tables.access::<false>(&mut cur, cursors, stacks));
+                }
+            }
+            self.cur = cur;
         }
     }
 
@@ -857,7 +1029,7 @@ mod tests {
             let (x, y) = (a.next_op(), b.next_op());
             assert_eq!(x, y);
             if let Op::Access { addr, .. } = x {
-                let base = a.rt[0].base;
+                let base = a.tables.rt[0].base;
                 if addr >= base && addr < base + (32 << 10) {
                     hot += 1;
                 }
@@ -878,9 +1050,9 @@ mod tests {
         let t0 = LocalityThread::new(m.clone(), 3, 0, SimRng::new(1));
         let t1 = LocalityThread::new(m.clone(), 3, 1, SimRng::new(2));
         let other = LocalityThread::new(m, 4, 0, SimRng::new(3));
-        assert_ne!(t0.rt[0].base, t1.rt[0].base);
-        assert_eq!(t0.rt[1].base, t1.rt[1].base);
-        assert_ne!(t0.rt[1].base, other.rt[1].base);
+        assert_ne!(t0.tables.rt[0].base, t1.tables.rt[0].base);
+        assert_eq!(t0.tables.rt[1].base, t1.tables.rt[1].base);
+        assert_ne!(t0.tables.rt[1].base, other.tables.rt[1].base);
     }
 
     #[test]
@@ -933,16 +1105,28 @@ mod tests {
     }
 
     #[test]
-    fn chase_visits_every_line_once_per_cycle() {
-        for n in [1u64, 7, 64, 1000] {
+    fn chase_visits_every_line_once_per_cycle_far_apart() {
+        for kb in [1u64, 7, 64, 1000, 4096] {
+            let mut m = profile("chase").unwrap();
+            m.regions[0].kb = kb;
+            let n = kb * 16;
+            let mut t = LocalityThread::new(m, 0, 0, SimRng::new(1));
+            let base = t.tables.rt[0].base;
             let mut seen = vec![false; n as usize];
-            let mut x = 0;
-            for _ in 0..n {
-                x = chase_next(x, n);
-                assert!(!seen[x as usize], "n {n}: line {x} twice");
-                seen[x as usize] = true;
-            }
-            assert!(seen.iter().all(|&v| v));
+            let mut prev = None;
+            t.feed_accesses(n, |addr, _| {
+                let line = (addr - base) / 64;
+                assert_eq!((addr - base) % 64, 0);
+                assert!(!seen[line as usize], "{kb} KB: line {line} twice");
+                seen[line as usize] = true;
+                if let Some(p) = prev {
+                    // consecutive lines at least a quarter of the region apart
+                    let d = line.abs_diff(p);
+                    assert!(d.min(n - d) >= n / 4, "{kb} KB: {p} then {line}");
+                }
+                prev = Some(line);
+            });
+            assert!(seen.iter().all(|&v| v), "{kb} KB");
         }
     }
 
@@ -964,14 +1148,29 @@ mod tests {
             let mut m = profile("compute").unwrap();
             m.gap_mean = mean;
             let mut t = LocalityThread::new(m, 0, 0, SimRng::new(3));
-            let mut r = SimRng::new(3);
+            let mut r = StreamRng::from_rng(&mut SimRng::new(3));
             let inv = 1.0 / (1.0 - 1.0 / (mean + 1.0)).ln();
             for _ in 0..20_000 {
                 // the same draw the table path consumes
                 let bits = r.next_u64();
                 let u = ((bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)).max(1e-300);
                 let exact = (u.ln() * inv).min(1e6) as u32;
-                assert_eq!(t.gap(), exact, "mean {mean}");
+                assert_eq!(t.tables.gap(&mut t.cur.rng), exact, "mean {mean}");
+            }
+            // and at the edges of every bucket and around every step within one
+            for (i, &e) in t.tables.gap_table.iter().enumerate() {
+                let first = (i as u64) << GAP_SPLIT_BITS;
+                let split = first + (e & GAP_SPLIT_MASK);
+                for x in [
+                    first,
+                    first + GAP_SPLIT_MASK,
+                    split.max(first + 1) - 1,
+                    split,
+                ] {
+                    let u = (x as f64 * (1.0 / (1u64 << 53) as f64)).max(1e-300);
+                    let exact = (u.ln() * inv).min(1e6) as u32;
+                    assert_eq!(t.tables.gap_for(x), exact, "mean {mean}, draw {x}");
+                }
             }
         }
     }
