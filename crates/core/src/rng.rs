@@ -1,6 +1,8 @@
-//! A small, fast, seedable random number generator (xoshiro256**, seeded through
-//! SplitMix64). Its output sequence is fixed by this source file, not by a dependency's
-//! version, which is what byte-identical reruns need.
+//! Small, fast, seedable random number generators: [`SimRng`] (xoshiro256**, seeded
+//! through SplitMix64) for everything, and [`StreamRng`] (wyrand, seeded from a
+//! `SimRng`) for the workload generators' per-access draws. Their output sequences are
+//! fixed by this source file, not by a dependency's version, which is what
+//! byte-identical reruns need.
 
 /// Deterministic pseudo-random generator. One seed drives a whole run; independent
 /// streams are derived with [`SimRng::fork`].
@@ -76,8 +78,8 @@ impl SimRng {
 /// A cheaper generator for the simulator's hottest loop, one per workload thread:
 /// wyrand (Wang Yi), a 64-bit Weyl sequence mixed by one 64×64→128-bit multiply. Its
 /// state advances by an addition, so consecutive draws do not wait on each other; its
-/// author reports it passing BigCrush and PractRand, enough for address streams. Seeded from a
-/// [`SimRng`], so the run's one seed still drives it.
+/// author reports it passing BigCrush and PractRand, enough for address streams.
+/// Seeded from a [`SimRng`], so the run's one seed still drives it.
 #[derive(Debug, Clone, Copy)]
 pub struct StreamRng {
     state: u64,

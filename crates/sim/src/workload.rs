@@ -839,9 +839,10 @@ impl Tables {
     }
 
     /// The next access; `cursors` and `stacks` are the thread's, per region. `STREAMS`
-    /// false: no region is a simple stream, so a simple region is a random one.
+    /// false: no region is a simple stream, so a simple region is a random one; `ONE`:
+    /// the model has one region.
     #[inline(always)]
-    fn access<const STREAMS: bool>(
+    fn access<const STREAMS: bool, const ONE: bool>(
         &self,
         cur: &mut Cursor,
         cursors: &mut [u64],
@@ -853,7 +854,9 @@ impl Tables {
         let bits = cur.rng.next_u64();
         let pick = (bits & 0xffff) as u32;
         let (lo, hi) = self.region_table[(pick >> 8) as usize];
-        let r = if lo == hi {
+        let r = if ONE {
+            0
+        } else if lo == hi {
             lo as usize
         } else {
             self.cum_weights
@@ -903,7 +906,7 @@ impl Workload for LocalityThread {
             }
         }
         self.tables
-            .access::<true>(&mut self.cur, &mut self.cursors, &mut self.stacks)
+            .access::<true, false>(&mut self.cur, &mut self.cursors, &mut self.stacks)
     }
 
     fn fill(&mut self, out: &mut Vec<Op>, max: usize) {
@@ -923,14 +926,19 @@ impl Workload for LocalityThread {
             // could otherwise alias it and force a reload after every access
             let mut cur = self.cur;
             let (tables, cursors, stacks) = (&self.tables, &mut self.cursors, &mut self.stacks);
-            if tables.streams {
-                while out.len() < end && cur.until > 0 {
-                    out.push(tables.access::<true>(&mut cur, cursors, stacks));
-                }
-            } else {
-                while out.len() < end && cur.until > 0 {
-                    out.push(tables.access::<false>(&mut cur, cursors, stacks));
-                }
+            // a loop per kind of model, so that the hot path tests nothing it knows
+            macro_rules! run {
+                ($streams:literal, $one:literal) => {
+                    while out.len() < end && cur.until > 0 {
+                        out.push(tables.access::<$streams, $one>(&mut cur, cursors, stacks));
+                    }
+                };
+            }
+            match (tables.streams, tables.rt.len() == 1) {
+                (true, true) => run!(true, true),
+                (true, false) => run!(true, false),
+                (false, true) => run!(false, true),
+                (false, false) => run!(false, false),
             }
             self.cur = cur;
         }
@@ -1036,6 +1044,57 @@ mod tests {
             }
         }
         assert!((7_500..8_500).contains(&hot), "{hot}");
+    }
+
+    #[test]
+    fn batches_are_the_same_stream_as_single_operations() {
+        // every specialised loop of `fill` (one region or several, with or without
+        // streams), a reuse region, sleeps and an instruction limit
+        let mut sleepy = profile("hotcold").unwrap();
+        sleepy.run_ms = Some(0.01);
+        sleepy.sleep_ms = Some(0.5);
+        sleepy.instructions = Some(40_000);
+        let reuse = LocalityModel {
+            regions: vec![
+                Region {
+                    kb: 256,
+                    weight: 0.5,
+                    pattern: Pattern::Reuse { mean_lines: 100.0 },
+                    scope: Scope::Private,
+                },
+                Region {
+                    kb: 64,
+                    weight: 0.5,
+                    pattern: Pattern::Stream { stride: 100 << 10 },
+                    scope: Scope::Private,
+                },
+            ],
+            ..profile("compute").unwrap()
+        };
+        let models = [
+            "compute", "stream", "chase", "hotcold", "art", "mcf", "gzip",
+        ]
+        .map(|n| profile(n).unwrap())
+        .into_iter()
+        .chain([sleepy, reuse]);
+        for m in models {
+            let mut one = LocalityThread::new(m.clone(), 1, 2, SimRng::new(4));
+            let mut batched = LocalityThread::new(m.clone(), 1, 2, SimRng::new(4));
+            let single: Vec<Op> = (0..20_000)
+                .map(|_| one.next_op())
+                .take_while(|&op| op != Op::Exit)
+                .collect();
+            let mut got = Vec::new();
+            while got.len() < single.len() {
+                batched.fill(&mut got, 7);
+                if got.last() == Some(&Op::Exit) {
+                    got.pop();
+                    break;
+                }
+            }
+            got.truncate(single.len());
+            assert_eq!(got, single, "{m:?}");
+        }
     }
 
     #[test]
