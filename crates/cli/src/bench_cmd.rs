@@ -129,19 +129,14 @@ pub struct WorkloadBenchArgs {
 }
 
 fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
-    use cachesched_core::{CacheKind, Counters, SimRng};
+    use cachesched_core::{Counters, SimRng};
     use cachesched_sim::config::PagePlacement;
     use cachesched_sim::memory::MemorySystem;
     use cachesched_sim::workload::{profiles, LocalityThread, Op, Workload};
     const MACHINE: &str = "niagara-2c";
     let m = cachesched_sim::MachineConfig::preset(MACHINE)?;
     let topo = m.topology()?;
-    let ipath_shift = topo
-        .caches
-        .iter()
-        .find(|l| l.level == 1 && l.kind != CacheKind::Data)
-        .map(|l| l.line_bytes.trailing_zeros())
-        .unwrap_or(6);
+    let ipath_shift = topo.fetch_line_shift();
     let pages = PagePlacement::default();
     println!(
         "gen: generation as the engine fetches it (boxed workload, batches of 32), {n} accesses,\n  \

@@ -250,6 +250,17 @@ impl Topology {
             .unwrap_or(0)
     }
 
+    /// log2 of the line size of the first-level instruction (or unified) cache: an
+    /// instruction fetch goes to the memory system when the pc enters a new such line.
+    /// 6 (64-byte lines) when the machine has no such cache.
+    pub fn fetch_line_shift(&self) -> u32 {
+        self.caches
+            .iter()
+            .find(|l| l.level == 1 && l.kind != CacheKind::Data)
+            .map(|l| l.line_bytes.trailing_zeros())
+            .unwrap_or(6)
+    }
+
     /// Number of cores.
     pub fn nr_cores(&self) -> usize {
         self.cpus

@@ -1038,12 +1038,7 @@ impl Simulation {
                 }
             }
         }
-        let ipath_shift = topo
-            .caches
-            .iter()
-            .find(|l| l.level == 1 && l.kind != CacheKind::Data)
-            .map(|l| l.line_bytes.trailing_zeros())
-            .unwrap_or(6);
+        let ipath_shift = topo.fetch_line_shift();
         let ncores = topo.nr_cores();
         let kern = Kernel {
             class: Class::new(&cfg.kernel, topo.nr_cpus()),
