@@ -24,7 +24,7 @@ use std::sync::Mutex;
 pub struct ExperimentArgs {
     /// Scenario file (TOML).
     scenario: PathBuf,
-    /// Output directory (default: results/<scenario name>).
+    /// Output directory (default: results/NAME, NAME being the scenario's).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Parallel runs (default: number of CPUs).
@@ -82,7 +82,7 @@ pub struct Scenario {
     /// Timeline sample interval, ms (default 10).
     #[serde(default = "default_sample")]
     pub sample_ms: f64,
-    /// Seeds; each combination runs once per seed (default [1]).
+    /// Seeds; each combination runs once per seed (default: seed 1 only).
     #[serde(default = "default_seeds")]
     pub seeds: Vec<u64>,
     /// Variants to compare (default: the baseline alone).
