@@ -11,6 +11,7 @@ pub mod memory;
 pub mod mrc;
 pub mod replay;
 pub mod result;
+pub mod reuse;
 pub mod sched;
 pub mod trace;
 pub mod workload;

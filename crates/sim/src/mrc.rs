@@ -16,12 +16,6 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Where each line was last accessed (a slot of the time-ordered Fenwick tree).
-pub trait LastAccess: Default {
-    /// Records that `block` was accessed at `slot`; returns its previous slot.
-    fn replace(&mut self, block: u64, slot: u32) -> Option<u32>;
-}
-
 /// A multiply-xorshift hasher for line numbers (SipHash costs more than the rest of a
 /// stack-distance update; line numbers are not adversarial).
 #[derive(Default, Clone, Copy)]
@@ -41,38 +35,11 @@ impl Hasher for LineHasher {
     }
 }
 
-/// Last accesses of arbitrary line numbers, hashed.
-#[derive(Debug, Clone, Default)]
-pub struct HashedLast(HashMap<u64, u32, BuildHasherDefault<LineHasher>>);
-
-impl LastAccess for HashedLast {
-    #[inline]
-    fn replace(&mut self, block: u64, slot: u32) -> Option<u32> {
-        self.0.insert(block, slot)
-    }
-}
-
-/// Last accesses of dense line numbers `0..n` (a region's lines), in a vector.
-#[derive(Debug, Clone, Default)]
-pub struct DenseLast(Vec<u32>);
-
-impl LastAccess for DenseLast {
-    #[inline]
-    fn replace(&mut self, block: u64, slot: u32) -> Option<u32> {
-        let i = block as usize;
-        if i >= self.0.len() {
-            self.0.resize((i + 1).next_power_of_two(), u32::MAX);
-        }
-        let prev = std::mem::replace(&mut self.0[i], slot);
-        (prev != u32::MAX).then_some(prev)
-    }
-}
-
-/// Stack-distance histogram builder, generic over the last-access index
-/// ([`HashedLast`] for any line numbers, [`DenseLast`] for a region's lines).
+/// Stack-distance histogram builder.
 #[derive(Debug, Clone)]
-pub struct StackDistances<L: LastAccess = HashedLast> {
-    last: L,
+pub struct StackDistances {
+    /// Per line: the slot of its latest access.
+    last: HashMap<u64, u32, BuildHasherDefault<LineHasher>>,
     tree: Vec<u32>,
     slot_block: Vec<u64>,
     next: u32,
@@ -92,24 +59,11 @@ impl Default for StackDistances {
 }
 
 impl StackDistances {
-    /// An empty histogram over any line numbers.
+    /// An empty histogram.
     pub fn new() -> StackDistances {
-        Self::with_index()
-    }
-}
-
-impl StackDistances<DenseLast> {
-    /// An empty histogram over dense line numbers `0..n`.
-    pub fn dense() -> StackDistances<DenseLast> {
-        Self::with_index()
-    }
-}
-
-impl<L: LastAccess> StackDistances<L> {
-    fn with_index() -> StackDistances<L> {
         let cap = 1 << 16;
         StackDistances {
-            last: L::default(),
+            last: HashMap::default(),
             tree: vec![0; cap + 1],
             slot_block: vec![u64::MAX; cap],
             next: 0,
@@ -158,7 +112,7 @@ impl<L: LastAccess> StackDistances<L> {
         self.slot_block = vec![u64::MAX; cap];
         for (i, &(_, b)) in live.iter().enumerate() {
             self.slot_block[i] = b;
-            self.last.replace(b, i as u32);
+            self.last.insert(b, i as u32);
         }
         // O(cap) Fenwick build from the marks
         for i in 0..live.len() {
@@ -175,39 +129,23 @@ impl<L: LastAccess> StackDistances<L> {
 
     /// Records an access to line `block`; returns its stack distance (`None`: cold).
     pub fn access(&mut self, block: u64) -> Option<u64> {
-        self.record(block, true)
-    }
-
-    /// Moves `block` to the top of the stack without measuring its distance (for a
-    /// generator that chose the line by its depth); counts only accesses and cold ones.
-    pub fn touch(&mut self, block: u64) {
-        self.record(block, false);
-    }
-
-    #[inline]
-    fn record(&mut self, block: u64, measure: bool) -> Option<u64> {
         if self.next as usize == self.slot_block.len() {
             self.compact();
         }
         self.accesses += 1;
         let now = self.next;
         self.next += 1;
-        let d = match self.last.replace(block, now) {
+        let d = match self.last.insert(block, now) {
             Some(prev) => {
-                let d = if measure {
-                    // distinct lines touched after prev = live marks in (prev, now)
-                    let d = self.live - self.prefix(prev);
-                    if self.hist.len() <= d as usize {
-                        self.hist.resize(d as usize + 1, 0);
-                    }
-                    self.hist[d as usize] += 1;
-                    Some(d)
-                } else {
-                    None
-                };
+                // distinct lines touched after prev = live marks in (prev, now)
+                let d = self.live - self.prefix(prev);
+                if self.hist.len() <= d as usize {
+                    self.hist.resize(d as usize + 1, 0);
+                }
+                self.hist[d as usize] += 1;
                 self.add(prev, -1);
                 self.slot_block[prev as usize] = u64::MAX;
-                d
+                Some(d)
             }
             None => {
                 self.cold += 1;
@@ -218,28 +156,6 @@ impl<L: LastAccess> StackDistances<L> {
         self.add(now, 1);
         self.slot_block[now as usize] = block;
         d
-    }
-
-    /// The line at stack distance `d` (0 = the most recently used), if at least `d + 1`
-    /// distinct lines have been seen. O(log N) by descending the Fenwick tree.
-    pub fn at_depth(&self, d: u64) -> Option<u64> {
-        if d >= self.live {
-            return None;
-        }
-        // the k-th marked slot in time order, k = live - d (1-based)
-        let mut rem = self.live - d;
-        let mut pos = 0usize;
-        let n = self.tree.len() - 1;
-        let mut step = 1usize << (usize::BITS - 1 - n.leading_zeros());
-        while step > 0 {
-            let next = pos + step;
-            if next <= n && (self.tree[next] as u64) < rem {
-                pos = next;
-                rem -= self.tree[next] as u64;
-            }
-            step >>= 1;
-        }
-        Some(self.slot_block[pos])
     }
 
     /// Distinct lines seen.
@@ -464,31 +380,6 @@ mod tests {
         let mae = errs.iter().sum::<f64>() / errs.len() as f64;
         let max = errs.iter().copied().fold(0.0, f64::max);
         assert!(mae < 0.025 && max < 0.06, "MAE {mae}, max {max}: {errs:?}");
-    }
-
-    #[test]
-    fn at_depth_walks_the_lru_stack() {
-        let mut sd = StackDistances::new();
-        for b in [10u64, 20, 30, 20] {
-            sd.access(b);
-        }
-        // MRU order: 20, 30, 10
-        assert_eq!(
-            (
-                sd.at_depth(0),
-                sd.at_depth(1),
-                sd.at_depth(2),
-                sd.at_depth(3)
-            ),
-            (Some(20), Some(30), Some(10), None)
-        );
-        // across compactions
-        let mut sd = StackDistances::new();
-        for i in 0..200_000u64 {
-            sd.access(i % 5000);
-        }
-        assert_eq!(sd.at_depth(0), Some(199_999 % 5000));
-        assert_eq!(sd.at_depth(4999), Some(200_000 % 5000));
     }
 
     #[test]

@@ -77,8 +77,9 @@ pub enum Pattern {
     /// drawn from a geometric distribution with mean `mean_lines` (a new line when the
     /// draw exceeds the lines touched so far), so a fully associative LRU cache of C
     /// lines misses with probability (1 − p)^C, p = 1 / (mean_lines + 1), once warm.
-    /// Exact, but each access costs an order-statistics tree walk (50–150 ns, more than
-    /// the memory system spends on it): for long runs prefer graded random regions.
+    /// Exact; each access scans the stack back to that depth (see [`crate::reuse`]), so
+    /// it costs tens to hundreds of nanoseconds, growing with the mean: for long runs
+    /// prefer graded random regions.
     Reuse {
         /// Mean stack distance in 64-byte lines.
         mean_lines: f64,
@@ -303,6 +304,12 @@ pub fn profiles() -> Vec<(&'static str, &'static str, LocalityModel)> {
             one(4096, Pattern::Chase, 2.0),
         ),
         (
+            "reuse",
+            "reuse-distance stream: geometric LRU stack distances, mean 2,048 lines (128 KB), \
+             over 16 MB: an exponential miss-ratio curve",
+            one(16 * 1024, Pattern::Reuse { mean_lines: 2048.0 }, 2.0),
+        ),
+        (
             "interferer",
             "cache-aggressive interference microkernel: 32 MB line-stride stream, half stores",
             LocalityModel {
@@ -462,7 +469,7 @@ pub struct LocalityThread {
     /// region.
     cursors: Vec<u64>,
     /// LRU stacks of `Pattern::Reuse` regions.
-    stacks: Vec<Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>>,
+    stacks: Vec<Option<Box<crate::reuse::ReuseStack>>>,
     /// What `cur.until` started from at the last check.
     period: u64,
     /// Instructions left before the thread exits (`u64::MAX`: never).
@@ -716,7 +723,7 @@ impl LocalityThread {
                 .iter()
                 .map(|r| {
                     matches!(r.pattern, Pattern::Reuse { .. })
-                        .then(|| Box::new(crate::mrc::StackDistances::dense()))
+                        .then(|| Box::new(crate::reuse::ReuseStack::new()))
                 })
                 .collect(),
             period: until,
@@ -772,7 +779,7 @@ impl LocalityThread {
 fn patterned_offset(
     reg: &RegionRt,
     cursor: &mut u64,
-    stack: &mut Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>,
+    stack: &mut Option<Box<crate::reuse::ReuseStack>>,
     bits: u64,
 ) -> u64 {
     let size = reg.size;
@@ -797,24 +804,25 @@ fn patterned_offset(
 fn reuse_offset(
     reg: &RegionRt,
     cursor: &mut u64,
-    stack: &mut Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>,
+    stack: &mut Option<Box<crate::reuse::ReuseStack>>,
     bits: u64,
 ) -> u64 {
     let lines = (reg.size / 64).max(1);
     let u = ((bits >> 32) as f64 + 0.5) / 4294967296.0;
     let d = (u.ln() * reg.inv_ln) as u64;
     let stack = stack.as_mut().expect("reuse regions have a stack");
-    let line = match stack.at_depth(d) {
+    let line = match stack.take(d) {
         Some(l) => l,
         None if *cursor < lines => {
+            // deeper than the lines used so far: a new line
             *cursor += 1;
+            stack.push(*cursor - 1);
             *cursor - 1
         }
         None => stack
-            .at_depth(d % stack.distinct())
-            .expect("non-empty stack"),
+            .take(d % stack.distinct())
+            .expect("a full region's stack is not empty"),
     };
-    stack.touch(line);
     line * 64
 }
 
@@ -846,7 +854,7 @@ impl Tables {
         &self,
         cur: &mut Cursor,
         cursors: &mut [u64],
-        stacks: &mut [Option<Box<crate::mrc::StackDistances<crate::mrc::DenseLast>>>],
+        stacks: &mut [Option<Box<crate::reuse::ReuseStack>>],
     ) -> Op {
         let gap = self.gap(&mut cur.rng);
         // one draw decides region (16 bits), store or load (16 bits) and the word
