@@ -528,10 +528,10 @@ struct RegionRt {
     pattern: Pattern,
     /// `pattern` is `Pattern::Random`.
     random: bool,
-    /// Random, or a stream with a stride below the size: the hot path computes the
-    /// offset without a branch (a random region's cursor stays 0).
+    /// Random, chase, or a stream with a stride below the size: the hot path computes
+    /// the offset without a branch (a random region's cursor stays 0).
     simple: bool,
-    /// The stride of a simple stream, 0 for a random region.
+    /// Bytes a simple stream or chase advances per access (0 for a random region).
     stride: u64,
     /// 1 / ln(1 − p) for `Pattern::Reuse`.
     inv_ln: f64,
