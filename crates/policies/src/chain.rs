@@ -8,6 +8,7 @@
 //! Each member gets its own tick period: the chain ticks at the greatest common divisor
 //! of its members' periods and calls each member when its own period has elapsed.
 
+use cachesched_core::num::gcd;
 use cachesched_core::{
     AddressSample, CoRunSegment, CounterKind, Cpumask, Ctx, Directive, Nanos, Policy, ThreadId,
 };
@@ -37,14 +38,6 @@ pub struct Chain {
     merged: BTreeMap<ThreadId, ThreadWish>,
     sampling: Option<u64>,
     tick: Option<Nanos>,
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 impl Chain {

@@ -6,6 +6,7 @@ pub mod benchmarks;
 pub mod cache;
 pub mod config;
 pub mod engine;
+pub mod fenwick;
 pub mod machine;
 pub mod memory;
 pub mod mrc;

@@ -13,6 +13,7 @@
 //! cold ones), which is what makes the exact curve equal a fully associative LRU
 //! simulation at every size.
 
+use crate::fenwick::Fenwick;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -40,7 +41,7 @@ impl Hasher for LineHasher {
 pub struct StackDistances {
     /// Per line: the slot of its latest access.
     last: HashMap<u64, u32, BuildHasherDefault<LineHasher>>,
-    tree: Vec<u32>,
+    tree: Fenwick,
     slot_block: Vec<u64>,
     next: u32,
     live: u64,
@@ -64,7 +65,7 @@ impl StackDistances {
         let cap = 1 << 16;
         StackDistances {
             last: HashMap::default(),
-            tree: vec![0; cap + 1],
+            tree: Fenwick::new(cap),
             slot_block: vec![u64::MAX; cap],
             next: 0,
             live: 0,
@@ -72,25 +73,6 @@ impl StackDistances {
             cold: 0,
             accesses: 0,
         }
-    }
-
-    fn add(&mut self, slot: u32, v: i32) {
-        let mut i = slot as usize + 1;
-        while i < self.tree.len() {
-            self.tree[i] = (self.tree[i] as i64 + v as i64) as u32;
-            i += i & i.wrapping_neg();
-        }
-    }
-
-    /// Marks at slots `0..=slot`.
-    fn prefix(&self, slot: u32) -> u64 {
-        let mut i = slot as usize + 1;
-        let mut s = 0u64;
-        while i > 0 {
-            s += self.tree[i] as u64;
-            i &= i - 1;
-        }
-        s
     }
 
     /// Renumbers live slots 0..M (in time order), growing the tree if it is over half
@@ -108,22 +90,14 @@ impl StackDistances {
         while live.len() * 2 > cap {
             cap *= 2;
         }
-        self.tree = vec![0; cap + 1];
         self.slot_block = vec![u64::MAX; cap];
+        let mut marks = vec![0; cap];
         for (i, &(_, b)) in live.iter().enumerate() {
             self.slot_block[i] = b;
             self.last.insert(b, i as u32);
+            marks[i] = 1;
         }
-        // O(cap) Fenwick build from the marks
-        for i in 0..live.len() {
-            self.tree[i + 1] += 1;
-        }
-        for i in 1..=cap {
-            let j = i + (i & i.wrapping_neg());
-            if j <= cap {
-                self.tree[j] += self.tree[i];
-            }
-        }
+        self.tree = Fenwick::from_counts(&marks);
         self.next = live.len() as u32;
     }
 
@@ -138,12 +112,12 @@ impl StackDistances {
         let d = match self.last.insert(block, now) {
             Some(prev) => {
                 // distinct lines touched after prev = live marks in (prev, now)
-                let d = self.live - self.prefix(prev);
+                let d = self.live - self.tree.prefix(prev as usize);
                 if self.hist.len() <= d as usize {
                     self.hist.resize(d as usize + 1, 0);
                 }
                 self.hist[d as usize] += 1;
-                self.add(prev, -1);
+                self.tree.add(prev as usize, -1);
                 self.slot_block[prev as usize] = u64::MAX;
                 Some(d)
             }
@@ -153,7 +127,7 @@ impl StackDistances {
                 None
             }
         };
-        self.add(now, 1);
+        self.tree.add(now as usize, 1);
         self.slot_block[now as usize] = block;
         d
     }

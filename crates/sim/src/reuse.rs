@@ -14,6 +14,8 @@
 //! live). The same stack as [`StackDistances`](crate::mrc::StackDistances) measures,
 //! which the tests hold it to, without walking a Fenwick tree over millions of slots.
 
+use crate::fenwick::Fenwick;
+
 /// Slots per block of the Fenwick tree.
 const BLOCK_SLOTS: usize = 512;
 /// 64-bit words per block (a power of two).
@@ -27,8 +29,8 @@ const INITIAL_SLOTS: usize = 1 << 16;
 pub struct ReuseStack {
     /// Per slot: whether it holds its line's latest use.
     bits: Vec<u64>,
-    /// Fenwick tree (1-based) over the marked slots per block of [`BLOCK_SLOTS`].
-    tree: Vec<u32>,
+    /// Marked slots per block of [`BLOCK_SLOTS`].
+    tree: Fenwick,
     /// Per slot: the line used then.
     slot_line: Vec<u64>,
     /// The next free slot.
@@ -48,7 +50,7 @@ impl ReuseStack {
     pub fn new() -> ReuseStack {
         ReuseStack {
             bits: vec![0; INITIAL_SLOTS / 64],
-            tree: vec![0; INITIAL_SLOTS / BLOCK_SLOTS + 1],
+            tree: Fenwick::new(INITIAL_SLOTS / BLOCK_SLOTS),
             slot_line: vec![0; INITIAL_SLOTS],
             next: 0,
             live: 0,
@@ -107,19 +109,8 @@ impl ReuseStack {
         }
         // deeper: the (live − d)-th marked slot from the oldest, by descending the tree
         // to its block, then the block's words from its oldest
-        let mut rank = self.live - d;
-        let mut pos = 0;
-        let n = self.tree.len() - 1;
-        let mut step = 1 << (usize::BITS - 1 - n.leading_zeros());
-        while step > 0 {
-            let next = pos + step;
-            if next <= n && (self.tree[next] as u64) < rank {
-                pos = next;
-                rank -= self.tree[next] as u64;
-            }
-            step >>= 1;
-        }
-        let mut w = pos * BLOCK_WORDS;
+        let (block, mut rank) = self.tree.find(self.live - d);
+        let mut w = block * BLOCK_WORDS;
         loop {
             let word = self.bits[w];
             let c = word.count_ones() as u64;
@@ -133,21 +124,12 @@ impl ReuseStack {
 
     fn mark(&mut self, s: usize) {
         self.bits[s / 64] |= 1 << (s % 64);
-        self.add(s / BLOCK_SLOTS, 1);
+        self.tree.add(s / BLOCK_SLOTS, 1);
     }
 
     fn unmark(&mut self, s: usize) {
         self.bits[s / 64] &= !(1 << (s % 64));
-        self.add(s / BLOCK_SLOTS, u32::MAX); // −1, wrapping
-    }
-
-    /// Adds `v` (wrapping) to block `b`'s count.
-    fn add(&mut self, b: usize, v: u32) {
-        let mut i = b + 1;
-        while i < self.tree.len() {
-            self.tree[i] = self.tree[i].wrapping_add(v);
-            i += i & i.wrapping_neg();
-        }
+        self.tree.add(s / BLOCK_SLOTS, -1);
     }
 
     /// Renumbers the marked slots `0..live` in order, doubling the slot space while
@@ -163,20 +145,13 @@ impl ReuseStack {
         }
         self.bits = vec![0; cap / 64];
         self.slot_line = vec![0; cap];
-        let n = cap / BLOCK_SLOTS;
-        self.tree = vec![0; n + 1];
+        let mut counts = vec![0; cap / BLOCK_SLOTS];
         for (s, line) in lines.into_iter().enumerate() {
             self.bits[s / 64] |= 1 << (s % 64);
             self.slot_line[s] = line;
-            self.tree[s / BLOCK_SLOTS + 1] += 1;
+            counts[s / BLOCK_SLOTS] += 1;
         }
-        // O(n) Fenwick build from the per-block counts
-        for i in 1..=n {
-            let j = i + (i & i.wrapping_neg());
-            if j <= n {
-                self.tree[j] += self.tree[i];
-            }
-        }
+        self.tree = Fenwick::from_counts(&counts);
         self.next = self.live as usize;
     }
 }

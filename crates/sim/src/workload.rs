@@ -91,13 +91,7 @@ pub enum Pattern {
 /// single cycle through all `n` lines in which consecutive lines lie about 0.62 of the
 /// region apart (the golden ratio's Weyl sequence, the most evenly spread such walk).
 fn chase_stride(n: u64) -> u64 {
-    fn gcd(a: u64, b: u64) -> u64 {
-        if b == 0 {
-            a
-        } else {
-            gcd(b, a % b)
-        }
-    }
+    use cachesched_core::num::gcd;
     if n <= 1 {
         return 0;
     }
@@ -772,6 +766,13 @@ impl LocalityThread {
     }
 }
 
+/// The offset of a uniformly random 8-byte word in a region of `size` bytes, chosen by
+/// the high 32 bits of `bits` (multiply-shift).
+#[inline(always)]
+fn random_offset(bits: u64, size: u64) -> u64 {
+    (((bits >> 32) * (size >> 3)) >> 32) << 3
+}
+
 /// The offset of the next access to region `reg` for any pattern (the hot path takes
 /// simple regions itself, see [`RegionRt::simple`]); `cursor` and `stack` are the
 /// region's.
@@ -785,7 +786,7 @@ fn patterned_offset(
     let size = reg.size;
     let o = *cursor;
     match reg.pattern {
-        Pattern::Random => (((bits >> 32) * (size >> 3)) >> 32) << 3,
+        Pattern::Random => random_offset(bits, size),
         Pattern::Stream { stride } => {
             *cursor = wrap(o + stride, size);
             o
@@ -874,11 +875,11 @@ impl Tables {
         };
         let reg = &self.rt[r];
         let off = if !STREAMS && reg.random {
-            (((bits >> 32) * (reg.size >> 3)) >> 32) << 3
+            random_offset(bits, reg.size)
         } else if STREAMS && reg.simple {
             // both candidates, then a select: regions of different patterns interleave
             // at random, so a branch on the pattern would be mispredicted often
-            let random = (((bits >> 32) * (reg.size >> 3)) >> 32) << 3;
+            let random = random_offset(bits, reg.size);
             let pos = cursors[r];
             let next = pos + reg.stride;
             cursors[r] = if next >= reg.size {
