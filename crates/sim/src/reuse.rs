@@ -31,8 +31,9 @@ pub struct ReuseStack {
     bits: Vec<u64>,
     /// Marked slots per block of [`BLOCK_SLOTS`].
     tree: Fenwick,
-    /// Per slot: the line used then.
-    slot_line: Vec<u64>,
+    /// Per slot: the line used then (a reuse region has under 2^32 lines; 4 bytes a
+    /// slot keep more of this array in the host's caches when deep lines are taken).
+    slot_line: Vec<u32>,
     /// The next free slot.
     next: usize,
     /// Distinct lines in the stack.
@@ -69,7 +70,7 @@ impl ReuseStack {
             return None;
         }
         let s = self.slot_at_depth(d);
-        let line = self.slot_line[s];
+        let line = self.slot_line[s] as u64;
         self.unmark(s);
         self.live -= 1;
         self.push(line);
@@ -84,7 +85,7 @@ impl ReuseStack {
         let s = self.next;
         self.next += 1;
         self.mark(s);
-        self.slot_line[s] = line;
+        self.slot_line[s] = u32::try_from(line).expect("a reuse region has under 2^32 lines");
         self.live += 1;
     }
 
@@ -135,7 +136,7 @@ impl ReuseStack {
     /// Renumbers the marked slots `0..live` in order, doubling the slot space while
     /// more than half of it would be live.
     fn compact(&mut self) {
-        let lines: Vec<u64> = (0..self.next)
+        let lines: Vec<u32> = (0..self.next)
             .filter(|&s| self.bits[s / 64] & (1 << (s % 64)) != 0)
             .map(|s| self.slot_line[s])
             .collect();

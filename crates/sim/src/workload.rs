@@ -199,6 +199,18 @@ impl LocalityModel {
         {
             return bad("a stream stride must be positive");
         }
+        if self
+            .regions
+            .iter()
+            .any(|r| matches!(r.pattern, Pattern::Reuse { .. }) && r.kb > 1 << 28)
+        {
+            return bad("a reuse region can be at most 2^28 KiB (256 GiB: 2^32 lines)");
+        }
+        if self.regions.iter().any(
+            |r| matches!(r.pattern, Pattern::Reuse { mean_lines } if !(mean_lines >= 0.0 && mean_lines.is_finite())),
+        ) {
+            return bad("a reuse region's mean_lines must be finite and non-negative");
+        }
         if !(self.gap_mean >= 0.0) || self.gap_mean > 1e6 {
             return bad("gap_mean must be between 0 and 1e6");
         }
@@ -1169,6 +1181,29 @@ mod tests {
                 (got - want).abs() < 0.02 + cold,
                 "C={c}: {got} vs {want} (cold {cold})"
             );
+        }
+    }
+
+    #[test]
+    fn reuse_regions_are_validated() {
+        let reuse = |kb: u64, mean_lines: f64| LocalityModel {
+            regions: vec![Region {
+                kb,
+                weight: 1.0,
+                pattern: Pattern::Reuse { mean_lines },
+                scope: Scope::Private,
+            }],
+            ..profile("compute").unwrap()
+        };
+        assert!(reuse(1 << 28, 0.0).validate().is_ok());
+        for (kb, mean) in [
+            (1 << 28 | 1, 10.0),
+            (64, -1.0),
+            (64, f64::NAN),
+            (64, f64::INFINITY),
+        ] {
+            let e = reuse(kb, mean).validate().unwrap_err().to_string();
+            assert!(e.contains("reuse region"), "{kb} KB, mean {mean}: {e}");
         }
     }
 
