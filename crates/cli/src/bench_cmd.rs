@@ -132,7 +132,7 @@ fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
     use cachesched_core::{Counters, SimRng};
     use cachesched_sim::config::PagePlacement;
     use cachesched_sim::memory::MemorySystem;
-    use cachesched_sim::workload::{profiles, LocalityThread, Op, Workload};
+    use cachesched_sim::workload::{fetch_accesses, profiles, LocalityThread, Op, Workload};
     const MACHINE: &str = "niagara-2c";
     let m = cachesched_sim::MachineConfig::preset(MACHINE)?;
     let topo = m.topology()?;
@@ -181,19 +181,10 @@ fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
             .map(|_| {
                 let mut t: Box<dyn Workload> =
                     Box::new(LocalityThread::new(model.clone(), 0, 0, SimRng::new(1)));
-                let mut buf = Vec::with_capacity(32);
                 let t0 = Instant::now();
-                let mut n = 0;
-                while n < a.accesses {
-                    buf.clear();
-                    t.fill(&mut buf, 32);
-                    for op in std::hint::black_box(&buf) {
-                        if let Op::Access { addr, .. } = op {
-                            std::hint::black_box(addr);
-                            n += 1;
-                        }
-                    }
-                }
+                let n = fetch_accesses(t.as_mut(), a.accesses as u64, |addr| {
+                    std::hint::black_box(addr);
+                });
                 t0.elapsed().as_secs_f64() / n as f64
             })
             .fold(f64::INFINITY, f64::min);

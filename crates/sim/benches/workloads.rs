@@ -8,24 +8,14 @@
 #![allow(missing_docs)]
 
 use cachesched_core::SimRng;
-use cachesched_sim::workload::{
-    profile, LocalityModel, LocalityThread, Op, Pattern, Region, Scope, Workload,
-};
+use cachesched_sim::workload::{fetch_accesses, profile, LocalityModel, LocalityThread, Pattern};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 /// Accesses per timed iteration.
 const BATCH: u64 = 1 << 16;
 
 fn reuse(kb: u64, mean_lines: f64) -> LocalityModel {
-    LocalityModel {
-        regions: vec![Region {
-            kb,
-            weight: 1.0,
-            pattern: Pattern::Reuse { mean_lines },
-            scope: Scope::Private,
-        }],
-        ..profile("compute").unwrap()
-    }
+    LocalityModel::single(kb, Pattern::Reuse { mean_lines }, 4.0)
 }
 
 fn generators(c: &mut Criterion) {
@@ -43,20 +33,11 @@ fn generators(c: &mut Criterion) {
     for (name, model) in models {
         let mut t = LocalityThread::new(model, 0, 0, SimRng::new(1));
         t.feed_accesses(3_000_000, |_, _| {});
-        let mut buf = Vec::with_capacity(32);
         g.bench_function(name, |b| {
             b.iter(|| {
-                let mut n = 0;
-                while n < BATCH {
-                    buf.clear();
-                    t.fill(&mut buf, 32);
-                    for op in std::hint::black_box(&buf) {
-                        if let Op::Access { addr, .. } = op {
-                            std::hint::black_box(addr);
-                            n += 1;
-                        }
-                    }
-                }
+                fetch_accesses(&mut t, BATCH, |addr| {
+                    std::hint::black_box(addr);
+                })
             })
         });
     }

@@ -89,9 +89,6 @@ enum State {
     Exited,
 }
 
-/// Operations a thread generates per batch.
-const OP_BATCH: usize = 32;
-
 struct Thread {
     id: ThreadId,
     info: ThreadInfo,
@@ -636,7 +633,7 @@ impl Kernel {
             th.ops.clear();
             th.op_pos = 0;
             th.op_cpi = th.workload.base_cpi();
-            th.workload.fill(&mut th.ops, OP_BATCH);
+            th.workload.fill(&mut th.ops, crate::workload::FETCH_BATCH);
         }
         let op = th.ops[th.op_pos];
         th.op_pos += 1;
@@ -970,7 +967,7 @@ impl Simulation {
                         process: proc_id,
                     },
                     workload: w,
-                    ops: Vec::with_capacity(OP_BATCH),
+                    ops: Vec::with_capacity(crate::workload::FETCH_BATCH),
                     op_pos: 0,
                     op_cpi: 1.0,
                     state: State::Waiting,

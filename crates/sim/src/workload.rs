@@ -57,6 +57,33 @@ pub trait Workload: Send {
     fn base_cpi(&self) -> f64;
 }
 
+/// Operations the engine fetches from a workload at a time (one dynamic call each).
+pub const FETCH_BATCH: usize = 32;
+
+/// Fetches operations from `w` as the engine does — [`Workload::fill`] with
+/// [`FETCH_BATCH`] at a time — until at least `n` data accesses have been seen or the
+/// thread exits, passing each access's address to `f`. Returns the accesses seen (a
+/// whole last batch is counted). For benchmarks of the generators.
+pub fn fetch_accesses(w: &mut dyn Workload, n: u64, mut f: impl FnMut(u64)) -> u64 {
+    let mut buf = Vec::with_capacity(FETCH_BATCH);
+    let mut seen = 0;
+    while seen < n {
+        buf.clear();
+        w.fill(&mut buf, FETCH_BATCH);
+        for op in &buf {
+            match *op {
+                Op::Access { addr, .. } => {
+                    f(addr);
+                    seen += 1;
+                }
+                Op::Sleep(_) => {}
+                Op::Exit => return seen,
+            }
+        }
+    }
+    seen
+}
+
 /// How addresses are drawn within a region.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -235,23 +262,32 @@ impl LocalityModel {
     }
 }
 
+impl LocalityModel {
+    /// One private region of `kb` KiB with `pattern`, `gap_mean` non-memory instructions
+    /// between accesses, 20% stores, base CPI 1, 4 KB of code, never sleeping or
+    /// exiting: the shape of the generic profiles.
+    pub fn single(kb: u64, pattern: Pattern, gap_mean: f64) -> LocalityModel {
+        LocalityModel {
+            regions: vec![Region {
+                kb,
+                weight: 1.0,
+                pattern,
+                scope: Scope::Private,
+            }],
+            gap_mean,
+            write_fraction: 0.2,
+            base_cpi: 1.0,
+            code_kb: 4,
+            run_ms: None,
+            sleep_ms: None,
+            instructions: None,
+        }
+    }
+}
+
 /// Generic named profiles: `(name, description, model)`.
 pub fn profiles() -> Vec<(&'static str, &'static str, LocalityModel)> {
-    let one = |kb: u64, pattern: Pattern, gap: f64| LocalityModel {
-        regions: vec![Region {
-            kb,
-            weight: 1.0,
-            pattern,
-            scope: Scope::Private,
-        }],
-        gap_mean: gap,
-        write_fraction: 0.2,
-        base_cpi: 1.0,
-        code_kb: 4,
-        run_ms: None,
-        sleep_ms: None,
-        instructions: None,
-    };
+    let one = LocalityModel::single;
     vec![
         (
             "compute",
@@ -1161,15 +1197,7 @@ mod tests {
     #[test]
     fn reuse_stream_has_the_miss_ratio_curve_it_was_built_for() {
         let mean = 200.0;
-        let m = LocalityModel {
-            regions: vec![Region {
-                kb: 64 << 10,
-                weight: 1.0,
-                pattern: Pattern::Reuse { mean_lines: mean },
-                scope: Scope::Private,
-            }],
-            ..profile("compute").unwrap()
-        };
+        let m = LocalityModel::single(64 << 10, Pattern::Reuse { mean_lines: mean }, 4.0);
         m.validate().unwrap();
         let sd = crate::mrc::model_curve(&m, 4, 0, 300_000);
         let q = 1.0 - 1.0 / (mean + 1.0);
@@ -1186,15 +1214,7 @@ mod tests {
 
     #[test]
     fn reuse_regions_are_validated() {
-        let reuse = |kb: u64, mean_lines: f64| LocalityModel {
-            regions: vec![Region {
-                kb,
-                weight: 1.0,
-                pattern: Pattern::Reuse { mean_lines },
-                scope: Scope::Private,
-            }],
-            ..profile("compute").unwrap()
-        };
+        let reuse = |kb, mean_lines| LocalityModel::single(kb, Pattern::Reuse { mean_lines }, 4.0);
         assert!(reuse(1 << 28, 0.0).validate().is_ok());
         for (kb, mean) in [
             (1 << 28 | 1, 10.0),
