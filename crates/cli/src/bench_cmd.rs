@@ -2,7 +2,7 @@
 
 use crate::replay_cmd::{record, replay_file, CgCaches, RecordArgs};
 use anyhow::{bail, Context, Result};
-use cachesched_sim::machine::PRESETS;
+use cachesched_sim::hw::machine::PRESETS;
 use cachesched_sim::{simulate, SimConfig, ThreadGroup};
 use clap::{Args, Subcommand};
 use std::process::{Command, Stdio};
@@ -131,7 +131,7 @@ pub struct WorkloadBenchArgs {
 fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
     use cachesched_core::{Counters, SimRng};
     use cachesched_sim::config::PagePlacement;
-    use cachesched_sim::memory::MemorySystem;
+    use cachesched_sim::hw::memory::MemorySystem;
     use cachesched_sim::workload::{fetch_accesses, profiles, LocalityThread, Op, Workload};
     const MACHINE: &str = "niagara-2c";
     let m = cachesched_sim::MachineConfig::preset(MACHINE)?;
@@ -160,7 +160,7 @@ fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
         .map(|(n, _, m)| (n.to_string(), m))
         .collect();
     all.extend(
-        cachesched_sim::benchmarks::benchmarks()
+        cachesched_sim::workload::benchmarks::benchmarks()
             .into_iter()
             .map(|b| (b.name.to_string(), b.model)),
     );

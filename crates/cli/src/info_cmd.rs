@@ -1,7 +1,7 @@
 //! `cachesched machines`, `topology`, `workloads`.
 
 use anyhow::{Context, Result};
-use cachesched_sim::machine::{MachineConfig, PRESETS};
+use cachesched_sim::hw::machine::{MachineConfig, PRESETS};
 use cachesched_sim::workload::profiles;
 use clap::Args;
 
@@ -89,7 +89,8 @@ fn solo_miss_ratios(models: &[&cachesched_sim::workload::LocalityModel]) -> Vec<
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(m) = models.get(i) else { break };
-                let sd = cachesched_sim::mrc::model_curve(m, 1, WARM_ACCESSES, MEASURED_ACCESSES);
+                let sd =
+                    cachesched_sim::trace::mrc::model_curve(m, 1, WARM_ACCESSES, MEASURED_ACCESSES);
                 let row = REPORT_KB
                     .iter()
                     .map(|kb| sd.miss_ratio(kb * 1024 / 64))
@@ -125,7 +126,7 @@ pub fn workloads() -> Result<()> {
         )
     };
     let generic = profiles();
-    let benches = cachesched_sim::benchmarks::benchmarks();
+    let benches = cachesched_sim::workload::benchmarks::benchmarks();
     let servers = cachesched_sim::workload::servers();
     let mut rows: Vec<(String, String, &cachesched_sim::workload::LocalityModel)> = Vec::new();
     for (name, what, m) in &generic {

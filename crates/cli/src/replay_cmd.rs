@@ -1,7 +1,7 @@
 //! `cachesched replay` and `cachesched trace record`.
 
 use anyhow::{bail, Context, Result};
-use cachesched_sim::replay::{parse_cg_cache, CgSim, LackeyReader, TraceEvent};
+use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, LackeyReader, TraceEvent};
 use cachesched_sim::trace::{replay_binary, replay_binary_slice, TraceWriter, MAGIC};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, BufReader, BufWriter, Write};

@@ -145,7 +145,7 @@ fn solo_rates(kb: u64) -> Result<Vec<(String, f64)>> {
         .iter()
         .map(|&p| {
             let m = cachesched_sim::workload::profile(p)?;
-            let sd = cachesched_sim::mrc::model_curve(&m, 1, 500_000, 500_000);
+            let sd = cachesched_sim::trace::mrc::model_curve(&m, 1, 500_000, 500_000);
             Ok((p.to_string(), 100.0 * sd.miss_ratio(kb * 1024 / 64)))
         })
         .collect()

@@ -6,7 +6,7 @@
 //! and cache configuration, for three configurations. Requires `cc` and `valgrind`
 //! (`.ci/run` installs them).
 
-use cachesched_sim::replay::{parse_cg_cache, CgSim, LackeyReader};
+use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, LackeyReader};
 use cachesched_sim::trace::{replay_binary, TraceWriter};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};

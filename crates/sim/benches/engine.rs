@@ -6,8 +6,8 @@
 #![allow(missing_docs)]
 
 use cachesched_core::SimRng;
-use cachesched_sim::cache::{Cache, CacheGeometry};
-use cachesched_sim::replay::{parse_cg_cache, CgSim, TraceEvent};
+use cachesched_sim::hw::cache::{Cache, CacheGeometry};
+use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, TraceEvent};
 use cachesched_sim::trace::{replay_binary, TraceWriter};
 use cachesched_sim::{simulate, SimConfig, ThreadGroup, PRESETS};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

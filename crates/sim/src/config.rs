@@ -1,7 +1,7 @@
 //! Configuration of one simulation run. Every field has a documented default; unknown
 //! keys are rejected; the resolved configuration is written beside every result.
 
-use crate::machine::{MachineConfig, MachineError};
+use crate::hw::machine::{MachineConfig, MachineError};
 use crate::workload::{profile, LocalityModel, WorkloadError};
 use cachesched_policies::PolicySpec;
 use serde::{Deserialize, Serialize};

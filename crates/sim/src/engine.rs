@@ -27,10 +27,10 @@
 //! fails the run when a runnable thread waits past `starvation_limit_ms`.
 
 use crate::config::{Baseline, KernelConfig, SimConfig, Source};
-use crate::machine::{CoreKind, MachineConfig, MachineError};
-use crate::memory::{MemorySystem, Served};
+use crate::hw::machine::{CoreKind, MachineConfig, MachineError};
+use crate::hw::memory::{MemorySystem, Served};
+use crate::kernel::class::{Class, SchedEntity};
 use crate::result::{mean_std, CpuResult, KernelStats, RunResult, ThreadResult, TimelinePoint};
-use crate::sched::{Class, SchedEntity};
 use crate::trace::TraceThread;
 use crate::workload::{LocalityThread, Op, PhasedThread, Workload, WorkloadError};
 use cachesched_core::policy::KernelView;

@@ -1,7 +1,7 @@
 //! A Fenwick (binary indexed) tree of counts: point updates, prefix sums and finding the
 //! position of the k-th counted item, each in O(log n). The exact miss-ratio curves
-//! ([`crate::mrc`]) count live marks per access time with one; the reuse-distance
-//! generator ([`crate::reuse`]) counts live lines per block of time slots.
+//! ([`crate::trace::mrc`]) count live marks per access time with one; the reuse-distance
+//! generator ([`crate::workload::reuse`]) counts live lines per block of time slots.
 
 /// Counts at positions `0..n`. See the [module documentation](self).
 #[derive(Debug, Clone)]

@@ -2,22 +2,16 @@
 //! OS kernel with baseline scheduling classes, workloads and the discrete-event engine.
 //! Deterministic: one seed drives everything.
 
-pub mod benchmarks;
-pub mod cache;
 pub mod config;
 pub mod engine;
 pub mod fenwick;
-pub mod machine;
-pub mod memory;
-pub mod mrc;
-pub mod replay;
+pub mod hw;
+pub mod kernel;
 pub mod result;
-pub mod reuse;
-pub mod sched;
 pub mod trace;
 pub mod workload;
 
 pub use config::{Baseline, KernelConfig, MachineSpec, PagePlacement, SimConfig, ThreadGroup};
 pub use engine::{build_chain, simulate, simulate_with, SimError, Simulation};
-pub use machine::{MachineConfig, PRESETS};
+pub use hw::machine::{MachineConfig, PRESETS};
 pub use result::RunResult;

@@ -2,7 +2,7 @@
 //! name where they are, and the binary form round-trips any event stream exactly as far
 //! as cachegrind's counters can tell.
 
-use cachesched_sim::replay::{parse_cg_cache, CgSim, LackeyReader, ReplayError, TraceEvent};
+use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, LackeyReader, ReplayError, TraceEvent};
 use cachesched_sim::trace::{replay_binary, replay_binary_slice, TraceReader, TraceWriter, MAGIC};
 use proptest::prelude::*;
 

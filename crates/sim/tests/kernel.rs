@@ -359,7 +359,7 @@ fn bad_configuration_is_named() {
 
 #[test]
 fn recorded_traces_replay_as_threads() {
-    use cachesched_sim::replay::TraceEvent;
+    use cachesched_sim::trace::replay::TraceEvent;
     use cachesched_sim::trace::TraceWriter;
     // a synthetic "program": a loop over 16 KB with a small code footprint
     let mut w = TraceWriter::new(Vec::new()).unwrap();

@@ -1,7 +1,7 @@
 //! Core timing: what the CASC paper's Figures 2 and 3 show emerges from the model —
 //! fine-grained multithreading hides L1-miss latency but not L2-miss latency.
 
-use cachesched_sim::machine::CoreKind;
+use cachesched_sim::hw::machine::CoreKind;
 use cachesched_sim::workload::{LocalityModel, Pattern, Region, Scope};
 use cachesched_sim::*;
 

@@ -18,7 +18,7 @@
 //!   the line is at least 16 bytes, the size exceeds one line and the associativity
 //!   does not exceed the line count (cachegrind's `check_cache`).
 
-use crate::cache::{Cache, CacheError, CacheGeometry, Outcome};
+use crate::hw::cache::{Cache, CacheError, CacheGeometry, Outcome};
 use std::io::BufRead;
 use thiserror::Error;
 

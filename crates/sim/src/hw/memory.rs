@@ -16,8 +16,8 @@
 //!   each line transfer (fill or dirty write-back from the last level) occupies the bus;
 //!   requests queue behind it.
 
-use crate::cache::{Cache, CacheGeometry, CORE_EXCLUSIVE, DIRTY, EXCLUSIVE};
-use crate::machine::{MachineConfig, MachineError};
+use crate::hw::cache::{Cache, CacheGeometry, CORE_EXCLUSIVE, DIRTY, EXCLUSIVE};
+use crate::hw::machine::{MachineConfig, MachineError};
 use cachesched_core::{CacheKind, CacheScope, Counters, Topology};
 
 /// Where an access was served.
@@ -406,7 +406,7 @@ impl MemorySystem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::MachineConfig;
+    use crate::hw::machine::MachineConfig;
 
     fn sys(name: &str) -> (MemorySystem, Topology) {
         let m = MachineConfig::preset(name).unwrap();

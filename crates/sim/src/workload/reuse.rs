@@ -11,7 +11,7 @@
 //! costs two updates of that tree, and since the line is found by its slot, no per-line
 //! index is needed (a line is pushed only once). When the slots run out, the marked
 //! ones are renumbered in order (and the slot space doubled if more than half of it is
-//! live). The same stack as [`StackDistances`](crate::mrc::StackDistances) measures,
+//! live). The same stack as [`StackDistances`](crate::trace::mrc::StackDistances) measures,
 //! which the tests hold it to, without walking a Fenwick tree over millions of slots.
 
 use crate::fenwick::Fenwick;
@@ -180,7 +180,7 @@ fn select_from_bottom(mut word: u64, k: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mrc::StackDistances;
+    use crate::trace::mrc::StackDistances;
     use cachesched_core::SimRng;
 
     #[test]

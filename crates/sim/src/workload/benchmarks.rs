@@ -317,12 +317,12 @@ pub fn benchmark(name: &str) -> Option<Benchmark> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mrc::StackDistances;
+    use crate::trace::mrc::StackDistances;
 
     /// Warm solo miss-ratio curve (fully associative LRU, 64 B lines) of a profile.
     fn curve(name: &str, warm: u64, n: u64) -> StackDistances {
         let b = benchmark(name).expect("profile exists");
-        crate::mrc::model_curve(&b.model, 11, warm, n)
+        crate::trace::mrc::model_curve(&b.model, 11, warm, n)
     }
 
     fn mr(sd: &StackDistances, kb: u64) -> f64 {

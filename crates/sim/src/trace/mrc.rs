@@ -276,7 +276,7 @@ pub fn curve_sizes(max_lines: u64) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{Cache, CacheGeometry, Outcome};
+    use crate::hw::cache::{Cache, CacheGeometry, Outcome};
     use cachesched_core::SimRng;
 
     fn stream(n: usize, seed: u64) -> Vec<u64> {

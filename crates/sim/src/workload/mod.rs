@@ -5,7 +5,11 @@
 //! This module holds the composable locality model (regions with access weights and
 //! patterns, memory intensity, write fraction, base CPI, code footprint, run/sleep
 //! phases) and a few generic named profiles. Profiles emulating specific benchmarks
-//! build on it.
+//! build on it ([`benchmarks`]); [`reuse`] holds the LRU stack behind reuse-distance
+//! regions.
+
+pub mod benchmarks;
+pub mod reuse;
 
 use cachesched_core::rng::StreamRng;
 use cachesched_core::{Nanos, SimRng};
@@ -104,7 +108,7 @@ pub enum Pattern {
     /// drawn from a geometric distribution with mean `mean_lines` (a new line when the
     /// draw exceeds the lines touched so far), so a fully associative LRU cache of C
     /// lines misses with probability (1 − p)^C, p = 1 / (mean_lines + 1), once warm.
-    /// Exact; each access scans the stack back to that depth (see [`crate::reuse`]), so
+    /// Exact; each access scans the stack back to that depth (see [`crate::workload::reuse`]), so
     /// it costs tens to hundreds of nanoseconds, growing with the mean: for long runs
     /// prefer graded random regions.
     Reuse {
@@ -455,7 +459,7 @@ pub fn base_vector(kind: &str, kb: Option<u64>) -> Result<LocalityModel, Workloa
 /// Names of the base vectors.
 pub const BASE_VECTORS: [&str; 4] = ["bv0", "bv-l1d", "bv-l1i", "bv-l2"];
 
-/// The named profile, benchmark profile ([`crate::benchmarks`]), server workload or
+/// The named profile, benchmark profile ([`crate::workload::benchmarks`]), server workload or
 /// base vector `name` (`bv-l2=2048` sets a base
 /// vector's footprint in KiB).
 pub fn profile(name: &str) -> Result<LocalityModel, WorkloadError> {
@@ -480,7 +484,7 @@ pub fn profile(name: &str) -> Result<LocalityModel, WorkloadError> {
         .into_iter()
         .find(|(n, _, _)| *n == name)
         .map(|(_, _, m)| m)
-        .or_else(|| crate::benchmarks::benchmark(name).map(|b| b.model))
+        .or_else(|| benchmarks::benchmark(name).map(|b| b.model))
         .or_else(|| {
             servers()
                 .into_iter()
@@ -511,7 +515,7 @@ pub struct LocalityThread {
     /// region.
     cursors: Vec<u64>,
     /// LRU stacks of `Pattern::Reuse` regions.
-    stacks: Vec<Option<Box<crate::reuse::ReuseStack>>>,
+    stacks: Vec<Option<Box<reuse::ReuseStack>>>,
     /// What `cur.until` started from at the last check.
     period: u64,
     /// Instructions left before the thread exits (`u64::MAX`: never).
@@ -765,7 +769,7 @@ impl LocalityThread {
                 .iter()
                 .map(|r| {
                     matches!(r.pattern, Pattern::Reuse { .. })
-                        .then(|| Box::new(crate::reuse::ReuseStack::new()))
+                        .then(|| Box::new(reuse::ReuseStack::new()))
                 })
                 .collect(),
             period: until,
@@ -828,7 +832,7 @@ fn random_offset(bits: u64, size: u64) -> u64 {
 fn patterned_offset(
     reg: &RegionRt,
     cursor: &mut u64,
-    stack: &mut Option<Box<crate::reuse::ReuseStack>>,
+    stack: &mut Option<Box<reuse::ReuseStack>>,
     bits: u64,
 ) -> u64 {
     let size = reg.size;
@@ -853,7 +857,7 @@ fn patterned_offset(
 fn reuse_offset(
     reg: &RegionRt,
     cursor: &mut u64,
-    stack: &mut Option<Box<crate::reuse::ReuseStack>>,
+    stack: &mut Option<Box<reuse::ReuseStack>>,
     bits: u64,
 ) -> u64 {
     let lines = (reg.size / 64).max(1);
@@ -903,7 +907,7 @@ impl Tables {
         &self,
         cur: &mut Cursor,
         cursors: &mut [u64],
-        stacks: &mut [Option<Box<crate::reuse::ReuseStack>>],
+        stacks: &mut [Option<Box<reuse::ReuseStack>>],
     ) -> Op {
         let gap = self.gap(&mut cur.rng);
         // one draw decides region (16 bits), store or load (16 bits) and the word
@@ -1199,7 +1203,7 @@ mod tests {
         let mean = 200.0;
         let m = LocalityModel::single(64 << 10, Pattern::Reuse { mean_lines: mean }, 4.0);
         m.validate().unwrap();
-        let sd = crate::mrc::model_curve(&m, 4, 0, 300_000);
+        let sd = crate::trace::mrc::model_curve(&m, 4, 0, 300_000);
         let q = 1.0 - 1.0 / (mean + 1.0);
         let cold = sd.cold as f64 / sd.accesses as f64;
         for c in [50u64, 200, 600] {

@@ -32,7 +32,7 @@
 //! their place), so every event that can change cache state keeps its order and the
 //! replayed counters are exactly those of the full trace.
 
-use crate::replay::{CgSim, ReplayError, TraceEvent};
+use crate::trace::replay::{CgSim, ReplayError, TraceEvent};
 use std::io::Write;
 
 /// Entries of the data-address predictor (a power of two).
@@ -638,7 +638,7 @@ fn varint_fast(data: &[u8], p: &mut usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::parse_cg_cache;
+    use crate::trace::replay::parse_cg_cache;
 
     fn events() -> Vec<TraceEvent> {
         vec![

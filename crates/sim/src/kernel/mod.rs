@@ -1,0 +1,3 @@
+//! The simulated operating-system kernel: the baseline scheduling classes.
+
+pub mod class;
