@@ -1,3 +1,632 @@
-//! The simulated operating-system kernel: the baseline scheduling classes.
+//! The simulated operating-system kernel: threads, per-CPU run queues, the dispatcher,
+//! slices, context switches, sleep/wake, CPU masks, load balancing, guardrails, the
+//! per-thread PMU counters and the directives policies give.
+//!
+//! Per-CPU run queues ordered by the baseline [`Class`]; a thread's slice is checked at
+//! every chunk boundary; context switches cost `context_switch_us` of CPU time; waking
+//! threads go to an idle allowed CPU (preferring the last one, unless
+//! `affinity_oblivious`), else the least loaded; a periodic balancer pulls queued,
+//! cache-cold threads to less loaded CPUs and an idle CPU pulls immediately.
+//! Guardrails: an empty effective mask falls back to all CPUs (counted); the watchdog
+//! fails the run when a runnable thread waits past `starvation_limit_ms`. Co-run
+//! segments are kept per shared cache ([`segments`]).
 
 pub mod class;
+pub mod segments;
+
+use crate::config::{Baseline, KernelConfig};
+use crate::engine::SimError;
+use crate::hw::memory::MemorySystem;
+use crate::result::KernelStats;
+use crate::workload::{Op, Workload};
+use cachesched_core::policy::KernelView;
+use cachesched_core::{
+    AddressSample, CoRunSegment, CounterKind, Counters, CpuId, Cpumask, Directive, Nanos, SimRng,
+    ThreadId, ThreadInfo, ThreadView, Topology,
+};
+use class::{Class, SchedEntity};
+use segments::Domain;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Waiting,
+    Runnable,
+    Running(usize),
+    Sleeping,
+    Exited,
+}
+
+pub(crate) struct Thread {
+    pub(crate) id: ThreadId,
+    pub(crate) info: ThreadInfo,
+    pub(crate) workload: Box<dyn Workload>,
+    /// Operations generated ahead ([`Workload::fill`]), consumed from `op_pos`, all at
+    /// base CPI `op_cpi`.
+    pub(crate) ops: Vec<Op>,
+    pub(crate) op_pos: usize,
+    pub(crate) op_cpi: f64,
+    pub(crate) state: State,
+    pub(crate) ctr: Counters,
+    pub(crate) policy_mask: Option<Cpumask>,
+    pub(crate) mask: Cpumask,
+    pub(crate) orig_nice: i32,
+    pub(crate) se: SchedEntity,
+    pub(crate) last_cpu: Option<usize>,
+    pub(crate) last_ran: u64,
+    pub(crate) wait_since: u64,
+    pub(crate) dispatched_at: u64,
+    pub(crate) ctr_at_dispatch: Counters,
+    pub(crate) store_buffer: VecDeque<u64>,
+    pub(crate) last_pc_line: u64,
+    pub(crate) base_ctr: Counters,
+    /// Ground truth for scoring clusterings: the sharing group within the process.
+    pub(crate) sharing_group: Option<u32>,
+}
+
+pub(crate) struct Cpu {
+    pub(crate) current: Option<usize>,
+    pub(crate) rq: Vec<usize>,
+    pub(crate) ready: u64,
+    pub(crate) slice_end: u64,
+    pub(crate) need_resched: bool,
+    pub(crate) core: usize,
+    pub(crate) ctr: Counters,
+    pub(crate) base_ctr: Counters,
+    pub(crate) busy_cycles: u64,
+    pub(crate) base_busy: u64,
+    pub(crate) balance_failed: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Timer {
+    Start(usize),
+    Wake(usize),
+    Balance,
+    PolicyTick(u64),
+    Sample,
+    WarmupEnd,
+}
+
+pub(crate) enum PolicyEvent {
+    Segment(CoRunSegment),
+    Sample(AddressSample),
+    Exited(ThreadId),
+}
+
+/// The kernel and machine state (everything but the policy).
+pub(crate) struct Kernel {
+    pub(crate) topo: Topology,
+    pub(crate) mem: MemorySystem,
+    pub(crate) class: Class,
+    pub(crate) kcfg: KernelConfig,
+    pub(crate) freq_mhz: u64,
+    pub(crate) mlp: f64,
+    pub(crate) sb_entries: usize,
+    pub(crate) ctx_switch_cycles: u64,
+    pub(crate) migration_cost_cycles: u64,
+    pub(crate) starvation_cycles: u64,
+    pub(crate) threads: Vec<Thread>,
+    pub(crate) cpus: Vec<Cpu>,
+    pub(crate) pipes: Vec<Vec<u64>>,
+    pub(crate) ipath_shift: u32,
+    pub(crate) now: u64,
+    pub(crate) timers: BinaryHeap<Reverse<(u64, u64, Timer)>>,
+    pub(crate) timer_seq: u64,
+    pub(crate) enqueue_seq: u64,
+    pub(crate) rng: SimRng,
+    pub(crate) domains: Vec<Domain>,
+    pub(crate) cpu_domains: Vec<Vec<usize>>,
+    pub(crate) track_segments: bool,
+    /// Longest co-run segment before it is cut.
+    pub(crate) segment_max_cycles: u64,
+    /// Virtual-to-physical page placement applied before the memory system.
+    pub(crate) pages: crate::config::PagePlacement,
+    pub(crate) sampling_period: Option<u64>,
+    pub(crate) sample_countdown: u64,
+    pub(crate) tick_period: Option<u64>,
+    pub(crate) tick_gen: u64,
+    pub(crate) events: Vec<PolicyEvent>,
+    pub(crate) stats: KernelStats,
+    pub(crate) all_mask: Cpumask,
+    pub(crate) available: Vec<CounterKind>,
+}
+
+impl Kernel {
+    pub(crate) fn ns(&self, cycles: u64) -> u64 {
+        (cycles as u128 * 1000 / self.freq_mhz as u128) as u64
+    }
+
+    pub(crate) fn cycles(&self, ns: u64) -> u64 {
+        (ns as u128 * self.freq_mhz as u128 / 1000) as u64
+    }
+
+    pub(crate) fn add_timer(&mut self, at: u64, t: Timer) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse((at, self.timer_seq, t)));
+    }
+
+    pub(crate) fn nr(&self, c: usize) -> usize {
+        self.cpus[c].rq.len() + self.cpus[c].current.is_some() as usize
+    }
+
+    pub(crate) fn min_vruntime(&self, c: usize) -> Option<u64> {
+        let cpu = &self.cpus[c];
+        cpu.rq
+            .iter()
+            .chain(cpu.current.iter())
+            .map(|&t| self.threads[t].se.vruntime)
+            .min()
+    }
+
+    /// Brings a running thread's cycle and CPU-time accounting up to `now`.
+    pub(crate) fn account_running(&mut self, c: usize, now: u64) {
+        if let Some(t) = self.cpus[c].current {
+            let th = &mut self.threads[t];
+            let delta = now.saturating_sub(th.dispatched_at);
+            if delta == 0 {
+                return;
+            }
+            th.dispatched_at = now;
+            th.ctr.cycles += delta;
+            let ns = (delta as u128 * 1000 / self.freq_mhz as u128) as u64;
+            th.ctr.cpu_time_ns += ns;
+            self.class.charge(&mut th.se, ns);
+            self.cpus[c].busy_cycles += delta;
+        }
+    }
+
+    pub(crate) fn effective_mask(&mut self, t: usize) {
+        let m = match &self.threads[t].policy_mask {
+            None => self.all_mask.clone(),
+            Some(p) => {
+                let m = p.and(&self.all_mask);
+                if m.is_empty() {
+                    self.stats.mask_fallbacks += 1;
+                    self.all_mask.clone()
+                } else {
+                    m
+                }
+            }
+        };
+        self.threads[t].mask = m;
+    }
+
+    /// Chooses a CPU for a thread becoming runnable.
+    pub(crate) fn select_cpu(&mut self, t: usize) -> usize {
+        let th = &self.threads[t];
+        let allowed: Vec<usize> = th.mask.iter().map(|c| c.index()).collect();
+        let idle: Vec<usize> = allowed
+            .iter()
+            .copied()
+            .filter(|&c| self.nr(c) == 0)
+            .collect();
+        if self.kcfg.affinity_oblivious {
+            let pool: Vec<usize> = if !idle.is_empty() {
+                idle
+            } else {
+                let min = allowed.iter().map(|&c| self.nr(c)).min().unwrap_or(0);
+                allowed
+                    .iter()
+                    .copied()
+                    .filter(|&c| self.nr(c) == min)
+                    .collect()
+            };
+            return pool[self.rng.below(pool.len() as u64) as usize];
+        }
+        if let Some(last) = th.last_cpu {
+            if idle.contains(&last) {
+                return last;
+            }
+        }
+        if !idle.is_empty() {
+            // prefer an idle CPU sharing the last-level cache with the last CPU
+            if let (Some(last), Some(llc)) = (th.last_cpu, self.topo.llc()) {
+                let dom = self.topo.cache_instance(llc, CpuId(last as u32));
+                if let Some(&c) = idle
+                    .iter()
+                    .find(|&&c| self.topo.cache_instance(llc, CpuId(c as u32)) == dom)
+                {
+                    return c;
+                }
+            }
+            // spread: the idle CPU on the least loaded chip, then the least loaded core
+            let load = |k: &Kernel, on: &dyn Fn(&cachesched_core::CpuInfo) -> bool| -> usize {
+                k.topo
+                    .cpus
+                    .iter()
+                    .filter(|ci| on(ci))
+                    .map(|ci| k.nr(ci.id.index()))
+                    .sum()
+            };
+            return *idle
+                .iter()
+                .min_by_key(|&&c| {
+                    let me = self.topo.cpus[c];
+                    let chip = load(self, &|ci| ci.chip == me.chip);
+                    let core = load(self, &|ci| ci.core == me.core);
+                    (chip, core, c)
+                })
+                .expect("non-empty");
+        }
+        let min = allowed.iter().map(|&c| self.nr(c)).min().unwrap_or(0);
+        if let Some(last) = th.last_cpu {
+            if allowed.contains(&last) && self.nr(last) == min {
+                return last;
+            }
+        }
+        *allowed
+            .iter()
+            .find(|&&c| self.nr(c) == min)
+            .expect("mask is never empty")
+    }
+
+    /// Puts runnable thread `t` on CPU `c`'s queue, dispatching if `c` is idle.
+    pub(crate) fn enqueue(&mut self, t: usize, c: usize, now: u64) {
+        self.enqueue_seq += 1;
+        let th = &mut self.threads[t];
+        th.se.enqueue_seq = self.enqueue_seq;
+        th.state = State::Runnable;
+        th.wait_since = now;
+        self.cpus[c].rq.push(t);
+        match self.cpus[c].current {
+            None => self.schedule(c, now, false),
+            Some(cur) => {
+                if self
+                    .class
+                    .preempts(&self.threads[cur].se, &self.threads[t].se)
+                {
+                    self.cpus[c].need_resched = true;
+                }
+            }
+        }
+    }
+
+    /// Wakes (or starts) thread `t`.
+    pub(crate) fn wake(&mut self, t: usize, now: u64) {
+        let c = self.select_cpu(t);
+        let minv = self.min_vruntime(c);
+        self.class.woke(&mut self.threads[t].se, minv);
+        self.enqueue(t, c, now);
+    }
+
+    /// Reschedules CPU `c` at `now`. `expired`: the current thread used its slice.
+    pub(crate) fn schedule(&mut self, c: usize, now: u64, expired: bool) {
+        self.cpus[c].need_resched = false;
+        let prev = self.cpus[c].current;
+        if let Some(p) = prev {
+            self.account_running(c, now);
+            if expired {
+                self.class.slice_expired(&mut self.threads[p].se);
+            }
+        }
+        // Requeue prev if still runnable.
+        if let Some(p) = prev {
+            if self.threads[p].state == State::Running(c) {
+                self.cpus[c].current = None;
+                self.threads[p].last_ran = now;
+                if self.threads[p].mask.contains(CpuId(c as u32)) {
+                    self.enqueue_seq += 1;
+                    self.threads[p].se.enqueue_seq = self.enqueue_seq;
+                    self.threads[p].state = State::Runnable;
+                    self.threads[p].wait_since = now;
+                    self.cpus[c].rq.push(p);
+                } else {
+                    let to = self.select_cpu(p);
+                    let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
+                    let v = self
+                        .class
+                        .migrate_vruntime(self.threads[p].se.vruntime, fm, tm);
+                    self.threads[p].se.vruntime = v;
+                    self.threads[p].state = State::Runnable;
+                    self.enqueue(p, to, now);
+                }
+            }
+        }
+        self.cpus[c].current = None;
+        if self.cpus[c].rq.is_empty() {
+            self.pull(c, now, true);
+        }
+        let next = self.cpus[c]
+            .rq
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, &t)| self.class.key(&self.threads[t].se))
+            .map(|(i, _)| i);
+        let Some(i) = next else {
+            if let Some(p) = prev {
+                self.switched_out(p, c, now);
+                self.corun_change(c, now);
+            }
+            return;
+        };
+        let t = self.cpus[c].rq.swap_remove(i);
+        let nr = self.cpus[c].rq.len() + 1;
+        let total_w: u64 = self.cpus[c]
+            .rq
+            .iter()
+            .map(|&q| self.threads[q].se.weight() as u64)
+            .sum::<u64>()
+            + self.threads[t].se.weight() as u64;
+        let slice_ns = self.class.slice_ns(&self.threads[t].se, nr, total_w);
+        let switched = prev != Some(t);
+        let mut start = now;
+        if switched {
+            if let Some(p) = prev {
+                self.switched_out(p, c, now);
+            }
+            start += self.ctx_switch_cycles;
+            self.cpus[c].ready = start;
+        } else {
+            self.cpus[c].ready = self.cpus[c].ready.max(now);
+        }
+        let slice_cycles = self.cycles(slice_ns);
+        let th = &mut self.threads[t];
+        if th.last_cpu.is_some_and(|l| l != c) {
+            th.ctr.migrations += 1;
+            self.stats.migrations += 1;
+        }
+        th.last_cpu = Some(c);
+        th.state = State::Running(c);
+        th.dispatched_at = start;
+        th.ctr_at_dispatch = th.ctr;
+        self.cpus[c].current = Some(t);
+        self.cpus[c].slice_end = start + slice_cycles;
+        if switched {
+            self.corun_change(c, now);
+        }
+    }
+
+    pub(crate) fn switched_out(&mut self, p: usize, c: usize, now: u64) {
+        let th = &mut self.threads[p];
+        th.ctr.context_switches += 1;
+        th.last_ran = now;
+        self.stats.context_switches += 1;
+        self.charge_cpu(p, c);
+    }
+
+    /// Adds thread `t`'s counters since its last charge to CPU `c`'s counters.
+    pub(crate) fn charge_cpu(&mut self, t: usize, c: usize) {
+        let th = &mut self.threads[t];
+        let d = th.ctr.delta(&th.ctr_at_dispatch);
+        th.ctr_at_dispatch = th.ctr;
+        self.cpus[c].ctr.accumulate(&d);
+    }
+
+    /// Pulls one queued thread to CPU `c` from the busiest CPU. With `idle`, from any
+    /// CPU that has a queued thread.
+    pub(crate) fn pull(&mut self, c: usize, now: u64, idle: bool) -> bool {
+        let none = vec![false; self.cpus.len()];
+        self.pull_from(c, now, idle, &none).is_some()
+    }
+
+    /// [`Kernel::pull`], skipping `excluded` sources; returns the source CPU.
+    pub(crate) fn pull_from(
+        &mut self,
+        c: usize,
+        now: u64,
+        idle: bool,
+        excluded: &[bool],
+    ) -> Option<usize> {
+        let here = self.nr(c);
+        let mut sources: Vec<usize> = Vec::new();
+        for (b, &skip) in excluded.iter().enumerate() {
+            if b == c || skip || self.cpus[b].rq.is_empty() {
+                continue;
+            }
+            let nb = self.nr(b);
+            // Move when the imbalance is at least two threads, or (CFS, like Linux's
+            // imbalance_pct) when the busier CPU carries over 25% more threads: the
+            // thread that moves alternates, which evens out CPU shares over time.
+            let cfs_imbalance =
+                self.class.baseline() == Baseline::Cfs && nb > here && nb * 4 > here * 5;
+            if !idle && nb < here + 2 && !cfs_imbalance {
+                continue;
+            }
+            sources.push(b);
+        }
+        // busiest first; when none of its queued threads may run here, the next busiest
+        // (Linux retries without the all-pinned busiest CPU; Solaris' idle CPUs scan
+        // every queue)
+        sources.sort_by_key(|&b| (std::cmp::Reverse(self.nr(b)), b));
+        let cpu_c = CpuId(c as u32);
+        let mut found = None;
+        for b in sources {
+            let ignore_hot = self.kcfg.affinity_oblivious || self.cpus[b].balance_failed > 2;
+            let cand = self.cpus[b].rq.iter().position(|&t| {
+                let th = &self.threads[t];
+                th.mask.contains(cpu_c)
+                    && (ignore_hot || now.saturating_sub(th.last_ran) > self.migration_cost_cycles)
+            });
+            match cand {
+                Some(i) => {
+                    found = Some((b, i));
+                    break;
+                }
+                None => self.cpus[b].balance_failed += 1,
+            }
+        }
+        let (b, i) = found?;
+        self.cpus[b].balance_failed = 0;
+        let t = self.cpus[b].rq.remove(i);
+        let (fm, tm) = (self.min_vruntime(b), self.min_vruntime(c));
+        self.threads[t].se.vruntime =
+            self.class
+                .migrate_vruntime(self.threads[t].se.vruntime, fm, tm);
+        self.stats.balance_moves += 1;
+        self.cpus[c].rq.push(t);
+        if let Some(cur) = self.cpus[c].current {
+            if self
+                .class
+                .preempts(&self.threads[cur].se, &self.threads[t].se)
+            {
+                self.cpus[c].need_resched = true;
+            }
+        }
+        Some(b)
+    }
+
+    pub(crate) fn balance(&mut self, now: u64) -> Result<(), SimError> {
+        // One pass: each CPU pulls at most once, and a CPU that gained or lost a thread
+        // in this pass is neither source nor destination again (no ping-pong).
+        let mut touched = vec![false; self.cpus.len()];
+        for c in 0..self.cpus.len() {
+            if touched[c] {
+                continue;
+            }
+            if let Some(b) = self.pull_from(c, now, false, &touched) {
+                touched[c] = true;
+                touched[b] = true;
+                if self.cpus[c].current.is_none() {
+                    self.schedule(c, now, false);
+                }
+            }
+        }
+        // Watchdog and TS aging.
+        for t in 0..self.threads.len() {
+            if self.threads[t].state == State::Runnable {
+                let waited = now.saturating_sub(self.threads[t].wait_since);
+                if waited > self.starvation_cycles {
+                    return Err(SimError::Starvation {
+                        thread: self.threads[t].id,
+                        waited_ms: self.ns(waited) as f64 / 1e6,
+                        limit_ms: self.kcfg.starvation_limit_ms,
+                        at_ms: self.ns(now) as f64 / 1e6,
+                    });
+                }
+                if waited > self.cycles(1_000_000_000) {
+                    self.class.starving(&mut self.threads[t].se);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn apply(&mut self, directives: Vec<Directive>, now: u64) {
+        for d in directives {
+            match d {
+                Directive::SetSamplingPeriod { period } => {
+                    self.sampling_period = period.filter(|&p| p > 0);
+                    self.sample_countdown = self.sampling_period.unwrap_or(0);
+                }
+                Directive::SetTickPeriod { period } => {
+                    self.tick_gen += 1;
+                    self.tick_period = period.filter(|p| p.0 > 0).map(|p| self.cycles(p.0).max(1));
+                    if let Some(p) = self.tick_period {
+                        let g = self.tick_gen;
+                        self.add_timer(now + p, Timer::PolicyTick(g));
+                    }
+                }
+                Directive::SetMask { thread, mask } => {
+                    let Some(t) = self.live(thread) else { continue };
+                    self.threads[t].policy_mask = mask;
+                    self.effective_mask(t);
+                    let mask = self.threads[t].mask.clone();
+                    match self.threads[t].state {
+                        State::Running(c) if !mask.contains(CpuId(c as u32)) => {
+                            self.cpus[c].need_resched = true
+                        }
+                        State::Runnable => {
+                            let c = self
+                                .cpus
+                                .iter()
+                                .position(|cpu| cpu.rq.contains(&t))
+                                .expect("queued");
+                            if !mask.contains(CpuId(c as u32)) {
+                                self.cpus[c].rq.retain(|&x| x != t);
+                                let to = self.select_cpu(t);
+                                let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
+                                self.threads[t].se.vruntime = self.class.migrate_vruntime(
+                                    self.threads[t].se.vruntime,
+                                    fm,
+                                    tm,
+                                );
+                                self.enqueue(t, to, now);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Directive::SetSlice { thread, slice } => {
+                    if let Some(t) = self.live(thread) {
+                        self.threads[t].se.custom_slice_ns = slice.map(|s| s.0);
+                    }
+                }
+                Directive::SetNice { thread, nice } => {
+                    if let Some(t) = self.live(thread) {
+                        let n = nice.unwrap_or(self.threads[t].orig_nice).clamp(-20, 19);
+                        self.threads[t].se.nice = n;
+                    }
+                }
+                Directive::Boost { thread, on } => {
+                    if let Some(t) = self.live(thread) {
+                        self.threads[t].se.boosted = on;
+                        if on {
+                            if let State::Runnable = self.threads[t].state {
+                                let c = self
+                                    .cpus
+                                    .iter()
+                                    .position(|cpu| cpu.rq.contains(&t))
+                                    .expect("queued");
+                                if let Some(cur) = self.cpus[c].current {
+                                    if !self.threads[cur].se.boosted {
+                                        self.cpus[c].need_resched = true;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn live(&mut self, thread: ThreadId) -> Option<usize> {
+        let t = thread.index();
+        match self.threads.get(t).map(|th| th.state) {
+            Some(State::Exited) | None => {
+                self.stats.stale_directives += 1;
+                None
+            }
+            _ => Some(t),
+        }
+    }
+}
+
+impl KernelView for Kernel {
+    fn now(&self) -> Nanos {
+        Nanos(self.ns(self.now))
+    }
+    fn topology(&self) -> &Topology {
+        &self.topo
+    }
+    fn live_threads(&self) -> Vec<ThreadId> {
+        self.threads
+            .iter()
+            .filter(|t| !matches!(t.state, State::Exited | State::Waiting))
+            .map(|t| t.id)
+            .collect()
+    }
+    fn thread(&self, t: ThreadId) -> Option<ThreadView> {
+        let th = self.threads.get(t.index())?;
+        if matches!(th.state, State::Exited) {
+            return None;
+        }
+        Some(ThreadView {
+            id: th.id,
+            info: th.info.clone(),
+            counters: th.ctr,
+            running_on: match th.state {
+                State::Running(c) => Some(CpuId(c as u32)),
+                _ => None,
+            },
+            last_cpu: th.last_cpu.map(|c| CpuId(c as u32)),
+            runnable: matches!(th.state, State::Running(_) | State::Runnable),
+            mask: th.mask.clone(),
+        })
+    }
+    fn available_counters(&self) -> &[CounterKind] {
+        &self.available
+    }
+}
