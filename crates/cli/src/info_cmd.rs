@@ -33,11 +33,18 @@ pub fn machines() -> Result<()> {
         let m = MachineConfig::preset(name)?;
         println!("{name:<16} {what}");
         print!("{}", indent(&m.topology()?.describe()));
+        let core = if m.core.out_of_order {
+            format!(
+                "out of order, {}-entry window, {} load misses",
+                m.core.rob_entries, m.core.load_misses
+            )
+        } else {
+            "in order".to_string()
+        };
         println!(
-            "    core {:?} (issue width {}, MLP {}), memory {} cycles, bus {} B/cycle, remote {} cycles\n",
+            "    core {:?} (issue width {}, {core}), memory {} cycles, bus {} B/cycle, remote {} cycles\n",
             m.core.kind,
             m.core.issue_width,
-            m.core.mlp,
             m.memory.latency_cycles,
             m.memory.bus_bytes_per_cycle,
             m.memory.remote_latency_cycles

@@ -77,14 +77,29 @@ counters! {
     llc_refs => LlcRefs,
     /// Last-level cache misses.
     llc_misses => LlcMisses,
-    /// Cycles stalled waiting for memory (beyond the L1 hit time).
+    /// Cycles stalled waiting for data or instructions from beyond the L1 (the sum of
+    /// the seven breakdown counters below; store-buffer stalls are separate).
     mem_stall_cycles => MemStallCycles,
+    /// Cycles stalled waiting for data served by an L2 cache.
+    data_stall_l2_cycles => DataStallL2Cycles,
+    /// Cycles stalled waiting for data served by an L3 cache.
+    data_stall_l3_cycles => DataStallL3Cycles,
+    /// Cycles stalled waiting for data served by another chip's cache (including
+    /// cross-chip upgrades of a shared line before a store).
+    data_stall_remote_cycles => DataStallRemoteCycles,
+    /// Cycles stalled waiting for data served by DRAM.
+    data_stall_dram_cycles => DataStallDramCycles,
+    /// Cycles stalled fetching instructions served by an L2 cache.
+    instr_stall_l2_cycles => InstrStallL2Cycles,
+    /// Cycles stalled fetching instructions served by an L3 cache.
+    instr_stall_l3_cycles => InstrStallL3Cycles,
+    /// Cycles stalled fetching instructions served by DRAM.
+    instr_stall_dram_cycles => InstrStallDramCycles,
     /// Cycles stalled because the store buffer was full.
     store_buffer_stall_cycles => StoreBufferStallCycles,
-    /// Accesses served by another chip's cache.
+    /// Accesses served by another chip's cache, and stores that had to invalidate a
+    /// shared line on another chip.
     remote_accesses => RemoteAccesses,
-    /// Cycles stalled on accesses served by another chip's cache.
-    remote_stall_cycles => RemoteStallCycles,
     /// Context switches (the thread was switched out).
     context_switches => ContextSwitches,
     /// Migrations to another CPU.
@@ -156,6 +171,6 @@ mod tests {
         assert_eq!(Counters::default().cpi(), 0.0);
         assert_eq!(a.get(CounterKind::L2Misses), 25);
         assert_eq!(CounterKind::L2Misses.name(), "l2_misses");
-        assert_eq!(CounterKind::ALL.len(), 17);
+        assert_eq!(CounterKind::ALL.len(), 23);
     }
 }

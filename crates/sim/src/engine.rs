@@ -2,22 +2,17 @@
 //! core timing model of one chunk (the hot path), address sampling and the calls into
 //! the policy.
 //!
-//! # Time and timing
+//! # Time
 //!
-//! The engine counts core cycles. Each running thread executes *chunks*: `gap`
-//! non-memory instructions then one memory access. A core owns `issue_width` pipelines
-//! shared by its hardware contexts; a chunk occupies a pipeline for
-//! `instructions × base CPI` cycles starting when both the thread and a pipeline are
-//! ready. A miss then stalls only its own thread (stall cycles / MLP), leaving the
-//! pipeline to the core's other contexts — so a fine-grained multithreaded core hides
-//! short (L1-miss) latencies behind other threads but not long DRAM latencies. Stores
-//! that miss go through a per-context store buffer and stall only when it is full.
-//! The engine always advances the context whose thread is ready first, so shared
-//! caches and the memory bus see accesses in (nearly) global time order.
+//! The engine counts core cycles and always advances what happens first: the earliest
+//! timer, or else the CPU whose running thread is ready first. A thread's memory
+//! requests are made at its ready time (see [`crate::hw::core`]), so the shared caches
+//! and the memory bus see every request in simulated-time order.
 
 use crate::config::{SimConfig, Source};
-use crate::hw::machine::{CoreKind, MachineConfig, MachineError};
-use crate::hw::memory::{MemorySystem, Served};
+use crate::hw::core::{charge_stall, ContextState, CoreTiming, Phase};
+use crate::hw::machine::{MachineConfig, MachineError};
+use crate::hw::memory::{BusStats, MemorySystem, ServedBy};
 use crate::kernel::class::{Class, SchedEntity};
 use crate::kernel::segments::Domain;
 use crate::kernel::{Cpu, Kernel, PolicyEvent, State, Thread, Timer};
@@ -30,7 +25,7 @@ use cachesched_core::{
 };
 use cachesched_policies::{build_policy, Chain};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap};
 use thiserror::Error;
 
 /// Why a run failed.
@@ -71,103 +66,151 @@ pub enum SimError {
 }
 
 impl Kernel {
-    /// Executes one chunk of the thread on CPU `c`.
+    /// Advances the thread on CPU `c` at the CPU's ready time, which is the engine's
+    /// current time: performs its pending memory access, then (if it need not wait for
+    /// it) fetches and dispatches its next chunk. See [`crate::hw::core`].
     #[inline]
     fn step(&mut self, c: usize) {
         let now = self.cpus[c].ready;
         self.now = self.now.max(now);
+        let t = self.cpus[c].current.expect("step on a busy CPU");
+        if self.threads[t].timing.phase == Phase::Access {
+            let ready = self.access(c, t, now);
+            self.cpus[c].ready = ready;
+            if ready > now {
+                return;
+            }
+        }
         if now >= self.cpus[c].slice_end || self.cpus[c].need_resched {
             let expired = now >= self.cpus[c].slice_end;
             self.schedule(c, now, expired);
             return;
         }
-        let t = self.cpus[c].current.expect("step on a busy CPU");
+        self.issue(c, t, now);
+    }
+
+    /// The pending access of thread `t` on CPU `c` at `now`; returns when the thread
+    /// can go on (later than `now` if it must first wait for a miss register, the data
+    /// of the load its address depends on, or a store-buffer entry, in which case the
+    /// access is made then).
+    #[inline]
+    fn access(&mut self, c: usize, t: usize, now: u64) -> u64 {
+        let ct = self.core_timing;
+        let th = &mut self.threads[t];
+        let (addr, write) = (th.timing.addr, th.timing.write);
+        let phys = self.pages.translate(addr);
+        let wait = if write {
+            th.timing.store_buffer_wait(&ct, now, &mut th.ctr)
+        } else {
+            let mut w = now;
+            if th.timing.dependent {
+                w = th.timing.chain_wait(now, &mut th.ctr);
+            }
+            if w == now && th.timing.misses.len() >= ct.load_misses && !self.mem.l1d_holds(c, phys)
+            {
+                w = th.timing.miss_register_wait(&ct, now, &mut th.ctr);
+            }
+            w
+        };
+        if wait > now {
+            return wait;
+        }
+        let out = self
+            .mem
+            .data_access(c, t as u32, phys, write, now, &mut th.ctr);
+        let latency = out.stall_cycles as u64;
+        if out.source == ServedBy::Remote {
+            if let Some(p) = self.sampling_period {
+                self.sample_countdown = self.sample_countdown.saturating_sub(1);
+                if self.sample_countdown == 0 {
+                    self.sample_countdown = p;
+                    self.events.push(PolicyEvent::Sample(AddressSample {
+                        thread: th.id,
+                        cpu: CpuId(c as u32),
+                        addr: Addr(addr),
+                        is_write: write,
+                    }));
+                }
+            }
+        }
+        if write {
+            th.timing.store(&ct, now, latency);
+        } else {
+            th.timing.load(now, latency, out.source);
+        }
+        th.timing.phase = Phase::Issue;
+        now
+    }
+
+    /// Thread `t` on CPU `c` at `now` fetches (if its code moved to a new line) and
+    /// dispatches its next operation's instructions, or sleeps or exits.
+    #[inline]
+    fn issue(&mut self, c: usize, t: usize, now: u64) {
+        let ct = self.core_timing;
         let th = &mut self.threads[t];
         if th.op_pos == th.ops.len() {
             th.ops.clear();
             th.op_pos = 0;
-            th.op_cpi = th.workload.base_cpi();
+            th.op_cpi = ct.thread_cpi(th.workload.base_cpi(), th.workload.ilp());
             th.workload.fill(&mut th.ops, crate::workload::FETCH_BATCH);
         }
-        let op = th.ops[th.op_pos];
-        th.op_pos += 1;
-        match op {
+        match th.ops[th.op_pos] {
             Op::Access {
                 gap,
                 addr,
                 write,
                 pc,
+                dep,
             } => {
-                let instr = gap as u64 + 1;
-                let cpi = self.threads[t].op_cpi;
-                let core = self.cpus[c].core;
-                let (pi, pfree) = self.pipes[core]
-                    .iter()
-                    .copied()
-                    .enumerate()
-                    .min_by_key(|&(_, f)| f)
-                    .expect("a core has a pipeline");
-                let start = now.max(pfree);
-                let issue = if cpi == 1.0 {
-                    instr
-                } else {
-                    (instr as f64 * cpi).ceil() as u64
-                };
-                let mut end = start + issue;
-                self.pipes[core][pi] = end;
-                let owner = t as u32;
-                let th = &mut self.threads[t];
-                let ctr = &mut th.ctr;
-                ctr.instructions += instr;
+                // a full window stops the front end too: wait first, then fetch
+                let n = gap as u64 + 1;
+                let wait = th
+                    .timing
+                    .window_wait(&ct, th.timing.instr + n - 1, now, &mut th.ctr);
+                if wait > now {
+                    self.cpus[c].ready = wait;
+                    return;
+                }
                 let line = pc >> self.ipath_shift;
-                if line != th.last_pc_line {
-                    th.last_pc_line = line;
-                    let f = self
-                        .mem
-                        .instr_fetch(c, owner, self.pages.translate(pc), start, ctr);
+                if line != th.timing.last_pc_line {
+                    th.timing.last_pc_line = line;
+                    let f = self.mem.instr_fetch(
+                        c,
+                        t as u32,
+                        self.pages.translate(pc),
+                        now,
+                        &mut th.ctr,
+                    );
                     if f.stall_cycles > 0 {
-                        let s = (f.stall_cycles as f64 / self.mlp) as u64;
-                        ctr.mem_stall_cycles += s;
-                        end += s;
+                        let s = f.stall_cycles as u64;
+                        charge_stall(&mut th.ctr, f.source, true, s);
+                        // dispatch waits for the line; the operation is not consumed
+                        self.cpus[c].ready = now + s;
+                        return;
                     }
                 }
-                let out =
-                    self.mem
-                        .data_access(c, owner, self.pages.translate(addr), write, end, ctr);
-                let mut stall = (out.stall_cycles as f64 / self.mlp) as u64;
-                if out.served == Served::Remote {
-                    ctr.remote_stall_cycles += stall;
-                    if let Some(p) = self.sampling_period {
-                        self.sample_countdown = self.sample_countdown.saturating_sub(1);
-                        if self.sample_countdown == 0 {
-                            self.sample_countdown = p;
-                            self.events.push(PolicyEvent::Sample(AddressSample {
-                                thread: th.id,
-                                cpu: CpuId(c as u32),
-                                addr: Addr(addr),
-                                is_write: write,
-                            }));
-                        }
-                    }
-                }
-                if write && stall > 0 {
-                    let sb = &mut th.store_buffer;
-                    while sb.front().is_some_and(|&f| f <= end) {
-                        sb.pop_front();
-                    }
-                    let mut wait = 0;
-                    if sb.len() >= self.sb_entries {
-                        wait = sb.pop_front().expect("full buffer").saturating_sub(end);
-                    }
-                    sb.push_back(end + wait + stall);
-                    ctr.store_buffer_stall_cycles += wait;
-                    stall = wait;
+                th.op_pos += 1;
+                // the core's dispatch bandwidth is booked in order of request; the
+                // thread itself goes no faster than its own rate
+                let core = self.cpus[c].core;
+                let first = self.slots[core].max(now * ct.width);
+                self.slots[core] = first + n;
+                let own = if th.op_cpi == 1.0 {
+                    n
                 } else {
-                    ctr.mem_stall_cycles += stall;
-                }
-                self.cpus[c].ready = end + stall;
+                    (n as f64 * th.op_cpi).ceil() as u64
+                };
+                let end = (first + n).div_ceil(ct.width).max(now + own);
+                th.ctr.instructions += n;
+                th.timing.instr += n;
+                th.timing.addr = addr;
+                th.timing.write = write;
+                th.timing.dependent = dep;
+                th.timing.phase = Phase::Access;
+                self.cpus[c].ready = end;
             }
             Op::Sleep(d) => {
+                th.op_pos += 1;
                 self.account_running(c, now);
                 self.threads[t].state = State::Sleeping;
                 let at = now + self.cycles(d.0).max(1);
@@ -175,6 +218,7 @@ impl Kernel {
                 self.schedule(c, now, false);
             }
             Op::Exit => {
+                th.op_pos += 1;
                 self.account_running(c, now);
                 self.threads[t].state = State::Exited;
                 self.events.push(PolicyEvent::Exited(self.threads[t].id));
@@ -197,7 +241,7 @@ pub struct Simulation {
     timeline: Vec<TimelinePoint>,
     last_sample: (u64, Counters),
     base_time: u64,
-    base_bus: f64,
+    base_bus: BusStats,
 }
 
 impl Simulation {
@@ -308,8 +352,7 @@ impl Simulation {
                     wait_since: 0,
                     dispatched_at: 0,
                     ctr_at_dispatch: Counters::default(),
-                    store_buffer: VecDeque::new(),
-                    last_pc_line: u64::MAX,
+                    timing: ContextState::default(),
                     base_ctr: Counters::default(),
                     sharing_group: (g.same_process && g.sharing_groups() > 1)
                         .then_some(sharing_group),
@@ -335,10 +378,6 @@ impl Simulation {
                 balance_failed: 0,
             })
             .collect();
-        let issue_width = match machine.core.kind {
-            CoreKind::FineGrained | CoreKind::Single => 1,
-            CoreKind::Smt => machine.core.issue_width as usize,
-        };
         let track_segments = policy.as_ref().is_some_and(|p| p.wants_corun_segments());
         let mut domains = Vec::new();
         let mut cpu_domains = vec![Vec::new(); topo.nr_cpus()];
@@ -368,15 +407,14 @@ impl Simulation {
             class: Class::new(&cfg.kernel, topo.nr_cpus()),
             kcfg: cfg.kernel.clone(),
             freq_mhz: freq,
-            mlp: machine.core.mlp,
-            sb_entries: machine.memory.store_buffer_entries as usize,
+            core_timing: CoreTiming::new(&machine.core, machine.memory.store_buffer_entries),
             ctx_switch_cycles: (cfg.kernel.context_switch_us * freq as f64) as u64,
             migration_cost_cycles: (cfg.kernel.migration_cost_us * freq as f64) as u64,
             starvation_cycles: cyc(cfg.kernel.starvation_limit_ms),
             segment_max_cycles: cyc(cfg.kernel.corun_segment_max_ms),
             threads,
             cpus,
-            pipes: vec![vec![0; issue_width]; ncores],
+            slots: vec![0; ncores],
             ipath_shift,
             now: 0,
             timers: BinaryHeap::new(),
@@ -408,7 +446,7 @@ impl Simulation {
             timeline: Vec::new(),
             last_sample: (0, Counters::default()),
             base_time: 0,
-            base_bus: 0.0,
+            base_bus: BusStats::default(),
             machine,
             cfg: cfg.clone(),
         };
@@ -543,7 +581,7 @@ impl Simulation {
             Timer::WarmupEnd => {
                 self.snapshot_totals(at);
                 self.base_time = at;
-                self.base_bus = self.k.mem.bus_busy_cycles;
+                self.base_bus = self.k.mem.bus;
                 for th in &mut self.k.threads {
                     th.base_ctr = th.ctr;
                 }
@@ -607,6 +645,7 @@ impl Simulation {
                 self.k.charge_cpu(t, c);
             }
         }
+        let bus = self.k.mem.bus.since(&self.base_bus);
         let window = end - self.base_time;
         let window_ns = self.k.ns(window).max(1);
         let threads: Vec<ThreadResult> = self
@@ -666,7 +705,14 @@ impl Simulation {
             l2_miss_ratio: totals.l2_miss_ratio(),
             llc_mpki: totals.llc_mpki(),
             cpu_share_cv: if m > 0.0 { sd / m } else { 0.0 },
-            bus_utilization: (self.k.mem.bus_busy_cycles - self.base_bus) / window.max(1) as f64,
+            bus_utilization: bus.busy_cycles / window.max(1) as f64,
+            bus_transfers: bus.transfers,
+            bus_transfer_cycles: self.k.mem.transfer_cycles(),
+            bus_mean_wait_cycles: if bus.transfers > 0 {
+                bus.wait_cycles / bus.transfers as f64
+            } else {
+                0.0
+            },
             totals,
             threads,
             cpus,

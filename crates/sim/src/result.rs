@@ -92,8 +92,14 @@ pub struct RunResult {
     pub llc_mpki: f64,
     /// Standard deviation of threads' CPU shares divided by their mean.
     pub cpu_share_cv: f64,
-    /// Memory-bus utilisation over the whole run.
+    /// Memory-bus utilisation over the measured window.
     pub bus_utilization: f64,
+    /// Line transfers on the memory bus over the window (fills and write-backs).
+    pub bus_transfers: u64,
+    /// Cycles one transfer occupies the bus (line size / bandwidth).
+    pub bus_transfer_cycles: f64,
+    /// Mean cycles a transfer waited for the bus (queueing delay) over the window.
+    pub bus_mean_wait_cycles: f64,
     /// Per-thread results.
     pub threads: Vec<ThreadResult>,
     /// Per-CPU results.
@@ -114,13 +120,15 @@ impl RunResult {
             self.seed, self.machine, self.baseline, self.policy
         );
         s += &format!(
-            "measured {:.1} ms: {:.3e} instr/s, L2 miss ratio {:.4}, LLC MPKI {:.3}, CPU-share CV {:.3}, bus {:.1}%\n",
+            "measured {:.1} ms: {:.3e} instr/s, L2 miss ratio {:.4}, LLC MPKI {:.3}, CPU-share CV {:.3}, bus {:.1}% (mean wait {:.1} cycles per {:.1}-cycle transfer)\n",
             self.measured_ms,
             self.ips,
             self.l2_miss_ratio,
             self.llc_mpki,
             self.cpu_share_cv,
-            self.bus_utilization * 100.0
+            self.bus_utilization * 100.0,
+            self.bus_mean_wait_cycles,
+            self.bus_transfer_cycles
         );
         s += &format!(
             "kernel: {} context switches, {} migrations, {} balance moves, {} mask fallbacks\n",

@@ -259,6 +259,7 @@ fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
         gap_mean: 3.0,
         write_fraction,
         base_cpi: 1.0,
+        ilp: cachesched_sim::workload::DEFAULT_ILP,
         code_kb: 2,
         run_ms: None,
         sleep_ms: None,
@@ -295,7 +296,7 @@ fn cross_chip_sharing_is_remote_and_sampled() {
         rs > 1000 && rt == 0,
         "remote accesses: spread {rs}, together {rt}"
     );
-    assert!(spread.totals.remote_stall_cycles > 0);
+    assert!(spread.totals.data_stall_remote_cycles > 0);
     assert!(
         together.ips > spread.ips * 1.1,
         "co-locating sharers must pay off"

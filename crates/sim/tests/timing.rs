@@ -23,6 +23,7 @@ fn model(hot_kb: u64, warm_kb: u64) -> LocalityModel {
         gap_mean: 2.0,
         write_fraction: 0.1,
         base_cpi: 1.0,
+        ilp: cachesched_sim::workload::DEFAULT_ILP,
         code_kb: 2,
         run_ms: None,
         sleep_ms: None,

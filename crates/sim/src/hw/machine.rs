@@ -19,27 +19,42 @@ pub enum CoreKind {
     Single,
 }
 
-/// Core timing model.
+/// Core timing model (see [`crate::hw::core`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CoreModel {
-    /// Issue discipline.
+    /// How the hardware contexts share the core.
     pub kind: CoreKind,
-    /// Instructions issued per cycle by the whole core (pipelines shared by its
-    /// contexts); default 1.
+    /// Instructions dispatched per cycle by the whole core, shared by its contexts
+    /// (default 1).
     #[serde(default = "one")]
     pub issue_width: u32,
-    /// Memory-level parallelism: miss stall cycles are divided by this factor (1 for
-    /// in-order cores; ~2 for out-of-order cores).
-    #[serde(default = "one_f")]
-    pub mlp: f64,
+    /// Out-of-order execution: loads that miss overlap within a window of
+    /// `rob_entries` instructions and a thread dispatches at its instruction-level
+    /// parallelism (default false: in order, a load miss stalls its context).
+    #[serde(default)]
+    pub out_of_order: bool,
+    /// Reorder-buffer entries of an out-of-order core (default 96).
+    #[serde(default = "default_rob")]
+    pub rob_entries: u32,
+    /// Outstanding L1 data-load misses per context of an out-of-order core (miss
+    /// registers, fill buffers; default 8). In-order cores have one.
+    #[serde(default = "default_load_misses")]
+    pub load_misses: u32,
+    /// Stores leave the store buffer one at a time, each waiting for its
+    /// acknowledgement (the UltraSPARC T1; default false).
+    #[serde(default)]
+    pub serial_stores: bool,
 }
 
 fn one() -> u32 {
     1
 }
-fn one_f() -> f64 {
-    1.0
+fn default_rob() -> u32 {
+    96
+}
+fn default_load_misses() -> u32 {
+    8
 }
 
 /// Memory and interconnect timing.
@@ -164,15 +179,28 @@ use CacheScope::{Chip, Core};
 impl MachineConfig {
     /// The preset called `name` (see [`PRESETS`]).
     pub fn preset(name: &str) -> Result<MachineConfig, MachineError> {
-        let inorder = CoreModel {
-            kind: CoreKind::FineGrained,
+        // UltraSPARC T1: single issue, in order, one store to the L2 in flight per
+        // thread ([OST1-UA] §1.3.1, §1.3.4)
+        let niagara = |kind| CoreModel {
+            kind,
             issue_width: 1,
-            mlp: 1.0,
+            out_of_order: false,
+            rob_entries: 1,
+            load_misses: 1,
+            serial_stores: true,
         };
-        let single = |mlp| CoreModel {
+        let inorder = niagara(CoreKind::FineGrained);
+        // Intel Core (Clovertown, Conroe): 4-wide, 96-entry ROB (Intel Optimization
+        // Reference Manual, Core microarchitecture, "Execution Core"); 8 outstanding
+        // L1D misses as Sniper models the Core-based Xeon (config/dunnington.cfg; the
+        // fill-buffer count is not in a stored Intel text)
+        let core2 = CoreModel {
             kind: CoreKind::Single,
-            issue_width: 1,
-            mlp,
+            issue_width: 4,
+            out_of_order: true,
+            rob_entries: 96,
+            load_misses: 8,
+            serial_stores: false,
         };
         let mem = |lat, bw, remote| MemoryModel {
             latency_cycles: lat,
@@ -209,7 +237,7 @@ impl MachineConfig {
                 1,
                 2,
                 1,
-                single(1.0),
+                niagara(CoreKind::Single),
                 vec![
                     c(1, I, 16, 4, 32, 1, Core),
                     c(1, D, 8, 4, 16, 3, Core),
@@ -226,10 +254,18 @@ impl MachineConfig {
                 2,
                 2,
                 2,
+                // POWER5: dispatch groups of up to 5 instructions per cycle from one
+                // thread, 2-way SMT; 20-entry global completion table of 5-instruction
+                // groups (100 instructions in flight) and an 8-entry load-miss queue
+                // per core, as Sinharoy et al., IBM JRD 49(4/5) 2005 describe them
+                // (not re-read here: secondary sources only)
                 CoreModel {
                     kind: CoreKind::Smt,
-                    issue_width: 2,
-                    mlp: 1.5,
+                    issue_width: 5,
+                    out_of_order: true,
+                    rob_entries: 100,
+                    load_misses: 8,
+                    serial_stores: false,
                 },
                 vec![
                     c(1, I, 64, 2, 128, 1, Core),
@@ -246,7 +282,7 @@ impl MachineConfig {
                     2,
                     cores,
                     1,
-                    single(2.0),
+                    core2,
                     vec![
                         c(1, I, 32, 8, 64, 1, Core),
                         c(1, D, 32, 8, 64, 3, Core),
@@ -263,7 +299,14 @@ impl MachineConfig {
                     1,
                     cores,
                     1,
-                    single(2.0),
+                    // Sandy Bridge: 4-wide, 168-entry ROB, 10 L1D fill buffers (Intel
+                    // Optimization Reference Manual, Sandy Bridge chapter; not in a
+                    // stored text, so unverified here)
+                    CoreModel {
+                        rob_entries: 168,
+                        load_misses: 10,
+                        ..core2
+                    },
                     vec![
                         c(1, I, 32, 8, 64, 1, Core),
                         c(1, D, 32, 8, 64, 4, Core),
@@ -278,7 +321,7 @@ impl MachineConfig {
                 1,
                 2,
                 1,
-                single(2.0),
+                core2,
                 vec![
                     c(1, I, 32, 8, 64, 1, Core),
                     c(1, D, 32, 8, 64, 3, Core),
@@ -316,8 +359,10 @@ impl MachineConfig {
         if self.core.issue_width == 0 {
             return Err(bad("core.issue_width must be at least 1".into()));
         }
-        if !(self.core.mlp >= 1.0) {
-            return Err(bad("core.mlp must be at least 1".into()));
+        if self.core.out_of_order && (self.core.rob_entries == 0 || self.core.load_misses == 0) {
+            return Err(bad(
+                "an out-of-order core needs rob_entries and load_misses of at least 1".into(),
+            ));
         }
         if self.core.kind == CoreKind::Single && self.threads_per_core != 1 {
             return Err(bad(
@@ -398,14 +443,18 @@ impl MachineConfig {
             chips,
             cores_per_chip: (cores / chips.max(1)).max(1),
             threads_per_core: threads,
+            // generic: a 4-wide out-of-order core of the Intel Core kind
             core: CoreModel {
                 kind: if threads > 1 {
                     CoreKind::Smt
                 } else {
                     CoreKind::Single
                 },
-                issue_width: 2,
-                mlp: 2.0,
+                issue_width: 4,
+                out_of_order: true,
+                rob_entries: 96,
+                load_misses: 8,
+                serial_stores: false,
             },
             caches,
             memory: MemoryModel {

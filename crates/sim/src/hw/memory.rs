@@ -22,22 +22,49 @@ use cachesched_core::{CacheKind, CacheScope, Counters, Topology};
 
 /// Where an access was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Served {
-    /// By the cache at this index of the CPU's path (0 = L1).
-    Local(u8),
-    /// By another chip's cache.
+pub enum ServedBy {
+    /// The first-level cache.
+    L1,
+    /// A level-2 cache.
+    L2,
+    /// A level-3 (or outer) cache.
+    L3,
+    /// Another chip's cache (or, for a store hitting a shared line, the local cache
+    /// after invalidating the copies on other chips).
     Remote,
-    /// By DRAM.
-    Memory,
+    /// DRAM.
+    Dram,
 }
 
 /// Result of one access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccessOutcome {
-    /// Stall cycles beyond an L1 hit.
+    /// Cycles beyond an L1 hit until the data (or the store's completion) is there.
     pub stall_cycles: u32,
     /// Where it was served.
-    pub served: Served,
+    pub source: ServedBy,
+}
+
+/// Memory-bus statistics (cumulative; subtract two snapshots for an interval).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BusStats {
+    /// Cycles the bus was transferring.
+    pub busy_cycles: f64,
+    /// Cycles transfers waited for the bus (queueing delay).
+    pub wait_cycles: f64,
+    /// Line transfers (fills and write-backs).
+    pub transfers: u64,
+}
+
+impl BusStats {
+    /// `self - earlier`.
+    pub fn since(&self, earlier: &BusStats) -> BusStats {
+        BusStats {
+            busy_cycles: self.busy_cycles - earlier.busy_cycles,
+            wait_cycles: self.wait_cycles - earlier.wait_cycles,
+            transfers: self.transfers - earlier.transfers,
+        }
+    }
 }
 
 /// Per CPU, a list of (cache level, instance) pairs.
@@ -45,7 +72,10 @@ type Targets = Vec<Vec<(usize, usize)>>;
 
 #[derive(Debug, Clone, Copy)]
 struct PathLevel {
+    /// Index of the level in the topology's cache list.
     level: usize,
+    /// What serves an access that hits here.
+    source: ServedBy,
     instance: usize,
     shift: u32,
     latency: u32,
@@ -70,10 +100,8 @@ pub struct MemorySystem {
     remote_latency: u32,
     transfer_cycles: f64,
     bus_free: f64,
-    /// Bus busy cycles so far (for utilisation).
-    pub bus_busy_cycles: f64,
-    /// Number of line transfers on the bus (fills and write-backs).
-    pub bus_transfers: u64,
+    /// The bus's statistics so far.
+    pub bus: BusStats,
     /// Number of invalidations sent to other caches.
     pub invalidations: u64,
 }
@@ -120,6 +148,11 @@ impl MemorySystem {
                     .filter(|(_, l)| want(l.kind))
                     .map(|(i, l)| PathLevel {
                         level: i,
+                        source: match l.level {
+                            0 | 1 => ServedBy::L1,
+                            2 => ServedBy::L2,
+                            _ => ServedBy::L3,
+                        },
                         instance: topo.cache_instance(i, cpu.id),
                         shift: shifts[i],
                         latency: l.latency_cycles,
@@ -170,10 +203,14 @@ impl MemorySystem {
             remote_latency: machine.memory.remote_latency_cycles,
             transfer_cycles: line / machine.memory.bus_bytes_per_cycle,
             bus_free: 0.0,
-            bus_busy_cycles: 0.0,
-            bus_transfers: 0,
+            bus: BusStats::default(),
             invalidations: 0,
         })
+    }
+
+    /// Cycles one line transfer occupies the bus.
+    pub fn transfer_cycles(&self) -> f64 {
+        self.transfer_cycles
     }
 
     /// The cache instance `instance` of level `level`.
@@ -186,11 +223,15 @@ impl MemorySystem {
         self.caches.iter_mut().flatten().for_each(Cache::flush);
     }
 
+    /// One line transfer requested at `now`, served first come, first served (the
+    /// engine makes every request at its current time, so in simulated-time order);
+    /// returns the cycles until it completes.
     fn bus_transfer(&mut self, now: u64) -> u32 {
         let start = self.bus_free.max(now as f64);
         self.bus_free = start + self.transfer_cycles;
-        self.bus_busy_cycles += self.transfer_cycles;
-        self.bus_transfers += 1;
+        self.bus.busy_cycles += self.transfer_cycles;
+        self.bus.wait_cycles += start - now as f64;
+        self.bus.transfers += 1;
         (start - now as f64 + self.transfer_cycles).ceil() as u32
     }
 
@@ -287,17 +328,14 @@ impl MemorySystem {
             ctr.llc_misses += pl.counts_llc as u64;
         }
         let both = EXCLUSIVE | CORE_EXCLUSIVE;
-        let (mut stall, served, fill_upto, mut excl) = match hit {
-            Some((0, f)) => (0, Served::Local(0), 0, f & both),
-            Some((k, f)) => (
-                self.dpath[cpu][k].latency,
-                Served::Local(k as u8),
-                k,
-                f & both,
-            ),
-            None => (0, Served::Memory, npath, 0),
+        let (mut stall, mut source, fill_upto, mut excl) = match hit {
+            Some((0, f)) => (0, ServedBy::L1, 0, f & both),
+            Some((k, f)) => {
+                let pl = self.dpath[cpu][k];
+                (pl.latency, pl.source, k, f & both)
+            }
+            None => (0, ServedBy::Dram, npath, 0),
         };
-        let mut served = served;
         if !self.coherent {
             excl = both;
         } else {
@@ -315,7 +353,7 @@ impl MemorySystem {
             if hit.is_none() {
                 let found = self.probe(|m| &m.remote, cpu, addr, write, EXCLUSIVE);
                 if found {
-                    served = Served::Remote;
+                    source = ServedBy::Remote;
                     stall = self.remote_latency;
                     ctr.remote_accesses += 1;
                 }
@@ -323,13 +361,17 @@ impl MemorySystem {
                     excl |= EXCLUSIVE;
                 }
             } else if write && excl & EXCLUSIVE == 0 {
+                // an upgrade: the copies on other chips are invalidated across the
+                // interconnect before the store completes
                 if self.probe(|m| &m.remote, cpu, addr, true, EXCLUSIVE) {
                     stall += self.remote_latency;
+                    source = ServedBy::Remote;
+                    ctr.remote_accesses += 1;
                 }
                 excl |= EXCLUSIVE;
             }
         }
-        if served == Served::Memory {
+        if source == ServedBy::Dram {
             stall = self.mem_latency + self.bus_transfer(now);
         }
         for i in (0..fill_upto).rev() {
@@ -347,7 +389,7 @@ impl MemorySystem {
         }
         AccessOutcome {
             stall_cycles: stall,
-            served,
+            source,
         }
     }
 
@@ -378,7 +420,7 @@ impl MemorySystem {
                 }
                 return AccessOutcome {
                     stall_cycles: if i == 0 { 0 } else { pl.latency },
-                    served: Served::Local(i as u8),
+                    source: pl.source,
                 };
             }
             if i == 0 {
@@ -393,8 +435,16 @@ impl MemorySystem {
         }
         AccessOutcome {
             stall_cycles: stall,
-            served: Served::Memory,
+            source: ServedBy::Dram,
         }
+    }
+
+    /// Whether `cpu`'s first-level data cache holds the line of `addr` (no LRU update):
+    /// whether a load there would hit.
+    #[inline]
+    pub fn l1d_holds(&self, cpu: usize, addr: u64) -> bool {
+        let pl = self.dpath[cpu][0];
+        self.caches[pl.level][pl.instance].contains(addr >> pl.shift)
     }
 
     /// Bytes of cache instance (`level`, `instance`) owned by thread `owner`.
@@ -419,7 +469,7 @@ mod tests {
         let (mut m, _) = sys("t1-dual");
         let mut c = Counters::default();
         let a = m.data_access(0, 1, 0x10_000, false, 0, &mut c);
-        assert_eq!(a.served, Served::Memory);
+        assert_eq!(a.source, ServedBy::Dram);
         assert!(a.stall_cycles >= 110);
         assert_eq!(
             (
@@ -436,12 +486,12 @@ mod tests {
             b,
             AccessOutcome {
                 stall_cycles: 0,
-                served: Served::Local(0)
+                source: ServedBy::L1
             }
         );
         // the other core misses its L1 but hits the shared L2
         let d = m.data_access(1, 2, 0x10_000, false, 2000, &mut c);
-        assert_eq!(d.served, Served::Local(1));
+        assert_eq!(d.source, ServedBy::L2);
         assert_eq!(d.stall_cycles, 22);
     }
 
@@ -459,7 +509,7 @@ mod tests {
         );
         // core 1 reads again: L1 miss, served by the shared L2
         let r = m.data_access(1, 2, 0x4000, false, 0, &mut c);
-        assert_eq!(r.served, Served::Local(1));
+        assert_eq!(r.source, ServedBy::L2);
     }
 
     #[test]
@@ -470,18 +520,18 @@ mod tests {
         let mut c1 = Counters::default();
         m.data_access(0, 1, 0x8000, true, 0, &mut c0);
         let r = m.data_access(far, 2, 0x8000, false, 100, &mut c1);
-        assert_eq!(r.served, Served::Remote);
+        assert_eq!(r.source, ServedBy::Remote);
         assert_eq!(r.stall_cycles, 160);
         assert_eq!(c1.remote_accesses, 1);
         // chip 1 now holds a shared copy; a write there invalidates chip 0's copies
         m.data_access(far, 2, 0x8000, true, 200, &mut c1);
         let again = m.data_access(0, 1, 0x8000, false, 300, &mut c0);
-        assert_eq!(again.served, Served::Remote);
+        assert_eq!(again.source, ServedBy::Remote);
         assert_eq!(c0.remote_accesses, 1);
         assert!(m.invalidations >= 3);
         // a private line of chip 0 never goes remote
         let p = m.data_access(0, 1, 0x9_0000, false, 400, &mut c0);
-        assert_eq!(p.served, Served::Memory);
+        assert_eq!(p.source, ServedBy::Dram);
     }
 
     #[test]
@@ -496,6 +546,6 @@ mod tests {
             );
         }
         assert!(stalls[19] > stalls[0] + 100, "{stalls:?}");
-        assert_eq!(m.bus_transfers, 20);
+        assert_eq!(m.bus.transfers, 20);
     }
 }

@@ -16,6 +16,7 @@ pub mod segments;
 
 use crate::config::{Baseline, KernelConfig};
 use crate::engine::SimError;
+use crate::hw::core::{ContextState, CoreTiming};
 use crate::hw::memory::MemorySystem;
 use crate::result::KernelStats;
 use crate::workload::{Op, Workload};
@@ -27,7 +28,7 @@ use cachesched_core::{
 use class::{Class, SchedEntity};
 use segments::Domain;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum State {
@@ -58,8 +59,8 @@ pub(crate) struct Thread {
     pub(crate) wait_since: u64,
     pub(crate) dispatched_at: u64,
     pub(crate) ctr_at_dispatch: Counters,
-    pub(crate) store_buffer: VecDeque<u64>,
-    pub(crate) last_pc_line: u64,
+    /// Core-timing state: phase, pending access, misses and stores in flight.
+    pub(crate) timing: ContextState,
     pub(crate) base_ctr: Counters,
     /// Ground truth for scoring clusterings: the sharing group within the process.
     pub(crate) sharing_group: Option<u32>,
@@ -102,14 +103,15 @@ pub(crate) struct Kernel {
     pub(crate) class: Class,
     pub(crate) kcfg: KernelConfig,
     pub(crate) freq_mhz: u64,
-    pub(crate) mlp: f64,
-    pub(crate) sb_entries: usize,
+    pub(crate) core_timing: CoreTiming,
     pub(crate) ctx_switch_cycles: u64,
     pub(crate) migration_cost_cycles: u64,
     pub(crate) starvation_cycles: u64,
     pub(crate) threads: Vec<Thread>,
     pub(crate) cpus: Vec<Cpu>,
-    pub(crate) pipes: Vec<Vec<u64>>,
+    /// Per core: the dispatch slot (cycle × issue width) from which the core's
+    /// dispatch bandwidth is free.
+    pub(crate) slots: Vec<u64>,
     pub(crate) ipath_shift: u32,
     pub(crate) now: u64,
     pub(crate) timers: BinaryHeap<Reverse<(u64, u64, Timer)>>,
@@ -380,6 +382,8 @@ impl Kernel {
 
     pub(crate) fn switched_out(&mut self, p: usize, c: usize, now: u64) {
         let th = &mut self.threads[p];
+        // the front end refetches when the thread runs again
+        th.timing.last_pc_line = u64::MAX;
         th.ctr.context_switches += 1;
         th.last_ran = now;
         self.stats.context_switches += 1;

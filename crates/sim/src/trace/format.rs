@@ -512,6 +512,7 @@ impl crate::workload::Workload for TraceThread {
                 addr: self.base | (addr & ((1 << 47) - 1)),
                 write,
                 pc: self.base | (self.pc & ((1 << 47) - 1)),
+                dep: false,
             };
         }
     }

@@ -91,6 +91,7 @@ fn model(regions: Vec<Region>, gap_mean: f64, writes: f64, code_kb: u64) -> Loca
         gap_mean,
         write_fraction: writes,
         base_cpi: 1.0,
+        ilp: crate::workload::DEFAULT_ILP,
         code_kb,
         run_ms: None,
         sleep_ms: None,
