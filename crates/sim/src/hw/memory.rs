@@ -523,8 +523,19 @@ mod tests {
         assert_eq!(r.source, ServedBy::Remote);
         assert_eq!(r.stall_cycles, 160);
         assert_eq!(c1.remote_accesses, 1);
-        // chip 1 now holds a shared copy; a write there invalidates chip 0's copies
-        m.data_access(far, 2, 0x8000, true, 200, &mut c1);
+        // chip 1 now holds a shared copy; a write there invalidates chip 0's copies: an
+        // upgrade across chips, counted and timed as remote
+        let up = m.data_access(far, 2, 0x8000, true, 200, &mut c1);
+        assert_eq!(up.source, ServedBy::Remote);
+        assert_eq!(
+            up.stall_cycles, 160,
+            "an L1 hit, then the remote invalidation"
+        );
+        assert_eq!(c1.remote_accesses, 2);
+        // writing again finds the line exclusive: a plain local hit
+        let again_w = m.data_access(far, 2, 0x8000, true, 250, &mut c1);
+        assert_eq!(again_w.source, ServedBy::L1);
+        assert_eq!(c1.remote_accesses, 2);
         let again = m.data_access(0, 1, 0x8000, false, 300, &mut c0);
         assert_eq!(again.source, ServedBy::Remote);
         assert_eq!(c0.remote_accesses, 1);
