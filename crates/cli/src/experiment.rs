@@ -47,6 +47,9 @@ pub struct Variant {
     /// Affinity-oblivious kernel (default: the scenario's).
     #[serde(default)]
     pub affinity_oblivious: Option<bool>,
+    /// Equal way-partitioning of the shared last-level cache (default: none).
+    #[serde(default)]
+    pub partition: Option<cachesched_sim::config::Partition>,
 }
 
 /// A sweep over one machine parameter.
@@ -111,6 +114,7 @@ fn default_variants() -> Vec<Variant> {
         policies: Vec::new(),
         baseline: None,
         affinity_oblivious: None,
+        partition: None,
     }]
 }
 fn default_metrics() -> Vec<String> {
@@ -222,6 +226,7 @@ impl Scenario {
                         threads: self.threads.clone(),
                         kernel,
                         policies: v.policies.clone(),
+                        partition: v.partition,
                         duration_ms: self.duration_ms,
                         warmup_ms: self.warmup_ms,
                         sample_ms: self.sample_ms,

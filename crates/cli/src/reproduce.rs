@@ -80,18 +80,21 @@ fn casc_scenario(a: &CascArgs) -> Scenario {
                 policies: Vec::new(),
                 baseline: None,
                 affinity_oblivious: None,
+                partition: None,
             },
             Variant {
                 label: "casc".into(),
                 policies: vec![PolicySpec::Casc(CascConfig::default())],
                 baseline: None,
                 affinity_oblivious: None,
+                partition: None,
             },
             Variant {
                 label: "casc-calibrated".into(),
                 policies: vec![PolicySpec::Casc(calibrated)],
                 baseline: None,
                 affinity_oblivious: None,
+                partition: None,
             },
             Variant {
                 label: "casc-strict".into(),
@@ -101,6 +104,7 @@ fn casc_scenario(a: &CascArgs) -> Scenario {
                 })],
                 baseline: None,
                 affinity_oblivious: None,
+                partition: None,
             },
         ],
         sweep: Some(Sweep {

@@ -24,7 +24,8 @@ pub struct SimulateArgs {
     /// Workload mix as profile:count,… (see `cachesched workloads`).
     #[arg(long, value_name = "MIX")]
     mix: Option<String>,
-    /// Baseline scheduling class: cfs, ts or rr.
+    /// Baseline scheduling class: cfs, ts (Solaris time-sharing), fx (Solaris fixed
+    /// priority) or rr.
     #[arg(long, value_name = "CLASS")]
     baseline: Option<String>,
     /// Policy to run on top of the baseline, as name or name:key=value,…; repeat to
@@ -87,7 +88,7 @@ pub fn build_config(a: &SimulateArgs) -> Result<SimConfig> {
     }
     if let Some(b) = &a.baseline {
         cfg.kernel.baseline = Baseline::parse(b)
-            .with_context(|| format!("unknown baseline '{b}': use cfs, ts or rr"))?;
+            .with_context(|| format!("unknown baseline '{b}': use cfs, ts, fx or rr"))?;
     }
     if !a.policies.is_empty() {
         cfg.policies = a

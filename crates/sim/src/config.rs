@@ -13,18 +13,23 @@ pub enum Baseline {
     /// Linux CFS/EEVDF-like weighted fair scheduling (default).
     #[default]
     Cfs,
-    /// Solaris time-sharing-like multi-level feedback queue.
+    /// Solaris time-sharing: the default dispatch table, placed by the Solaris
+    /// dispatcher.
     Ts,
+    /// Solaris fixed-priority class (FX): priorities that never change, placed by the
+    /// Solaris dispatcher.
+    Fx,
     /// Fixed-priority round robin.
     Rr,
 }
 
 impl Baseline {
-    /// Parses `cfs`, `ts` or `rr`.
+    /// Parses `cfs`, `ts`, `fx` or `rr`.
     pub fn parse(s: &str) -> Option<Baseline> {
         match s {
             "cfs" => Some(Baseline::Cfs),
             "ts" => Some(Baseline::Ts),
+            "fx" => Some(Baseline::Fx),
             "rr" => Some(Baseline::Rr),
             _ => None,
         }
@@ -35,6 +40,7 @@ impl Baseline {
         match self {
             Baseline::Cfs => "cfs",
             Baseline::Ts => "ts",
+            Baseline::Fx => "fx",
             Baseline::Rr => "rr",
         }
     }
@@ -56,13 +62,31 @@ pub struct KernelConfig {
     pub cfs_wakeup_granularity_ms: f64,
     /// Round-robin quantum in ms (default 100, as Linux SCHED_RR).
     pub rr_quantum_ms: f64,
-    /// Load-balancing period in ms (default 4).
+    /// Solaris TS: one quantum in ms for every level instead of the dispatch table's
+    /// 20–200 ms (default: the table), as `dispadmin` can set; the affinity paper runs
+    /// with 2, 10 and 200 ms.
+    pub ts_quantum_ms: Option<f64>,
+    /// Solaris FX: one quantum in ms for every priority instead of the dispatch
+    /// table's (default: the table, 200 ms at priority 0).
+    pub fx_quantum_ms: Option<f64>,
+    /// Solaris dispatcher: a thread that left its CPU at most this long ago still has
+    /// cache warmth and goes back to it (`rechoose_interval`, default 30: 3 ticks).
+    pub rechoose_interval_ms: f64,
+    /// Solaris dispatcher: an idle CPU does not steal a thread queued on the CPU it
+    /// last ran on, in another cache, until it has waited this long (`nosteal_nsec`,
+    /// default 100).
+    pub nosteal_us: f64,
+    /// Load-balancing period in ms (default 4). The Solaris classes have no balancer;
+    /// the watchdog runs at this period for every class.
     pub balance_interval_ms: f64,
     /// A thread that ran within this many microseconds is cache-hot and not migrated by
     /// the load balancer unless balancing keeps failing (default 500, as Linux).
     pub migration_cost_us: f64,
-    /// Ignore cache affinity: wake-ups go to a random idle CPU and the balancer ignores
-    /// cache-hotness (default false).
+    /// Ignore cache affinity (default false): a thread that runs again — waking, or
+    /// requeued when its slice expires — goes to a CPU chosen at random among the
+    /// least loaded (CFS, RR) or among those running the lowest priority (Solaris:
+    /// "affinity settings disabled", no cache-warmth test, no steal delay), and the
+    /// balancer ignores cache-hotness. CPU-bound threads then keep moving.
     pub affinity_oblivious: bool,
     /// Fail the run if a runnable thread waits this long for a CPU (default 2000 ms).
     pub starvation_limit_ms: f64,
@@ -120,6 +144,10 @@ impl Default for KernelConfig {
             cfs_min_granularity_ms: 0.75,
             cfs_wakeup_granularity_ms: 1.0,
             rr_quantum_ms: 100.0,
+            ts_quantum_ms: None,
+            fx_quantum_ms: None,
+            rechoose_interval_ms: 30.0,
+            nosteal_us: 100.0,
             balance_interval_ms: 4.0,
             migration_cost_us: 500.0,
             affinity_oblivious: false,
@@ -201,6 +229,13 @@ pub struct ThreadGroup {
     /// Nice value (default 0).
     #[serde(default)]
     pub nice: i32,
+    /// Fixed priority under the Solaris FX class, 0–60 (default 0).
+    #[serde(default)]
+    pub fx_priority: u8,
+    /// Bind the group's threads to these CPUs (hard affinity, as `pbind` or
+    /// `taskset`; default: all CPUs). A policy's masks are intersected with it.
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
     /// Label used in reports (default: the profile name).
     #[serde(default)]
     pub label: Option<String>,
@@ -224,6 +259,8 @@ impl ThreadGroup {
             same_process: false,
             start_ms: 0.0,
             nice: 0,
+            fx_priority: 0,
+            cpus: None,
             label: None,
         }
     }
@@ -245,6 +282,17 @@ impl ThreadGroup {
             return Err(WorkloadError::Invalid(format!(
                 "nice {} is outside -20..=19",
                 self.nice
+            )));
+        }
+        if self.cpus.as_ref().is_some_and(|c| c.is_empty()) {
+            return Err(WorkloadError::Invalid(
+                "cpus, when given, must list at least one CPU".into(),
+            ));
+        }
+        if self.fx_priority > 60 {
+            return Err(WorkloadError::Invalid(format!(
+                "fx_priority {} is outside 0..=60",
+                self.fx_priority
             )));
         }
         if !(self.start_ms >= 0.0) {
@@ -383,6 +431,11 @@ pub struct SimConfig {
     /// Policies on top of the baseline, run as a chain in this order (default: none).
     #[serde(default)]
     pub policies: Vec<PolicySpec>,
+    /// Equal way-partitioning of the shared last-level cache (default: none): each
+    /// thread, or each core, may fill only its own equal share of the ways (the
+    /// cache-fair paper's "fair share" ground truth).
+    #[serde(default)]
+    pub partition: Option<Partition>,
     /// Simulated duration in ms, including warm-up (default 1000).
     #[serde(default = "default_duration")]
     pub duration_ms: f64,
@@ -395,6 +448,17 @@ pub struct SimConfig {
     /// The seed that drives everything (default 1).
     #[serde(default = "default_seed")]
     pub seed: u64,
+}
+
+/// How a shared cache's ways are divided ([`SimConfig::partition`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Partition {
+    /// Equal ways per thread (thread *i* gets the *i*-th share; needs at least as many
+    /// ways as threads).
+    PerThread,
+    /// Equal ways per core: a thread fills the share of the core it runs on.
+    PerCore,
 }
 
 fn default_duration() -> f64 {
@@ -415,6 +479,7 @@ impl SimConfig {
             threads,
             kernel: KernelConfig::default(),
             policies: Vec::new(),
+            partition: None,
             duration_ms: default_duration(),
             warmup_ms: 0.0,
             sample_ms: default_sample(),

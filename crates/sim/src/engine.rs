@@ -9,19 +9,21 @@
 //! requests are made at its ready time (see [`crate::hw::core`]), so the shared caches
 //! and the memory bus see every request in simulated-time order.
 
-use crate::config::{SimConfig, Source};
+use crate::config::{Partition, SimConfig, Source};
 use crate::hw::core::{charge_stall, ContextState, CoreTiming, Phase};
 use crate::hw::machine::{MachineConfig, MachineError};
 use crate::hw::memory::{BusStats, MemorySystem, ServedBy};
 use crate::kernel::class::{Class, SchedEntity};
 use crate::kernel::segments::Domain;
 use crate::kernel::{Cpu, Kernel, PolicyEvent, State, Thread, Timer};
-use crate::result::{mean_std, CpuResult, KernelStats, RunResult, ThreadResult, TimelinePoint};
+use crate::result::{
+    mean_std, CacheOccupancy, CpuResult, KernelStats, RunResult, ThreadResult, TimelinePoint,
+};
 use crate::trace::TraceThread;
 use crate::workload::{LocalityThread, Op, PhasedThread, Workload, WorkloadError};
 use cachesched_core::{
-    Addr, AddressSample, CacheKind, CounterKind, Counters, CpuId, Ctx, Policy, SimRng, ThreadId,
-    ThreadInfo,
+    Addr, AddressSample, CacheKind, CounterKind, Counters, CpuId, Cpumask, Ctx, Policy, SimRng,
+    ThreadId, ThreadInfo,
 };
 use cachesched_policies::{build_policy, Chain};
 use std::cmp::Reverse;
@@ -66,6 +68,20 @@ pub enum SimError {
 }
 
 impl Kernel {
+    /// Each thread's occupancy of every shared data cache now.
+    fn occupancy(&self) -> Vec<CacheOccupancy> {
+        self.domains
+            .iter()
+            .map(|d| CacheOccupancy {
+                level: self.topo.caches[d.level].level,
+                instance: d.instance as u32,
+                kib: (0..self.threads.len())
+                    .map(|t| (self.mem.occupancy_bytes(d.level, d.instance, t as u32) >> 10) as u32)
+                    .collect(),
+            })
+            .collect()
+    }
+
     /// Advances the thread on CPU `c` at the CPU's ready time, which is the engine's
     /// current time: performs its pending memory access, then (if it need not wait for
     /// it) fetches and dispatches its next chunk. See [`crate::hw::core`].
@@ -250,7 +266,7 @@ impl Simulation {
     pub fn new(cfg: &SimConfig, policy: Option<Box<dyn Policy>>) -> Result<Simulation, SimError> {
         let machine = cfg.machine.resolve()?;
         let topo = machine.topology()?;
-        let mem = MemorySystem::new(&machine, &topo)?;
+        let mut mem = MemorySystem::new(&machine, &topo)?;
         let k = &cfg.kernel;
         let positive = [
             ("duration_ms", cfg.duration_ms),
@@ -258,6 +274,8 @@ impl Simulation {
             ("kernel.cfs_latency_ms", k.cfs_latency_ms),
             ("kernel.cfs_min_granularity_ms", k.cfs_min_granularity_ms),
             ("kernel.rr_quantum_ms", k.rr_quantum_ms),
+            ("kernel.ts_quantum_ms", k.ts_quantum_ms.unwrap_or(1.0)),
+            ("kernel.fx_quantum_ms", k.fx_quantum_ms.unwrap_or(1.0)),
             ("kernel.balance_interval_ms", k.balance_interval_ms),
             ("kernel.starvation_limit_ms", k.starvation_limit_ms),
             ("kernel.corun_segment_max_ms", k.corun_segment_max_ms),
@@ -273,6 +291,8 @@ impl Simulation {
             ("warmup_ms", cfg.warmup_ms),
             ("kernel.context_switch_us", k.context_switch_us),
             ("kernel.migration_cost_us", k.migration_cost_us),
+            ("kernel.rechoose_interval_ms", k.rechoose_interval_ms),
+            ("kernel.nosteal_us", k.nosteal_us),
             (
                 "kernel.cfs_wakeup_granularity_ms",
                 k.cfs_wakeup_granularity_ms,
@@ -305,6 +325,19 @@ impl Simulation {
         let mut process = 0u32;
         for g in &cfg.threads {
             let (source, label) = g.resolve()?;
+            let bound = match &g.cpus {
+                None => topo.all_cpus(),
+                Some(list) => {
+                    if let Some(bad) = list.iter().find(|&&c| c as usize >= topo.nr_cpus()) {
+                        return Err(SimError::Config(format!(
+                            "thread group '{label}' is bound to CPU {bad}, but {} has CPUs 0-{}",
+                            machine.name,
+                            topo.nr_cpus() - 1
+                        )));
+                    }
+                    Cpumask::from_cpus(list.iter().map(|&c| CpuId(c)))
+                }
+            };
             for i in 0..g.count {
                 let idx = threads.len();
                 let proc_id = if g.same_process { process } else { process + i };
@@ -344,9 +377,10 @@ impl Simulation {
                     state: State::Waiting,
                     ctr: Counters::default(),
                     policy_mask: None,
-                    mask: topo.all_cpus(),
+                    mask: bound.clone(),
+                    bound: bound.clone(),
                     orig_nice: g.nice,
-                    se: SchedEntity::new(g.nice),
+                    se: SchedEntity::new(g.nice, g.fx_priority as i32),
                     last_cpu: None,
                     last_ran: 0,
                     wait_since: 0,
@@ -361,6 +395,42 @@ impl Simulation {
             }
             process += if g.same_process { 1 } else { g.count };
         }
+        let per_core_partition: Option<Vec<(usize, u16)>> = match cfg.partition {
+            None => None,
+            Some(Partition::PerThread) => {
+                mem.partition_llc(threads.len())
+                    .map_err(|e| SimError::Config(format!("partition per thread: {e}")))?;
+                let instances = topo.llc().map_or(0, |l| topo.caches[l].instances.len());
+                for t in 0..threads.len() {
+                    for i in 0..instances {
+                        mem.set_llc_class(i, t as u32, t as u16);
+                    }
+                }
+                None
+            }
+            Some(Partition::PerCore) => {
+                let l = topo.llc().expect("validated machines have a data cache");
+                let cores = |i: usize| -> Vec<u32> {
+                    let set: std::collections::BTreeSet<u32> = topo.caches[l].instances[i]
+                        .iter()
+                        .map(|c| topo.cpus[c.index()].core)
+                        .collect();
+                    set.into_iter().collect()
+                };
+                mem.partition_llc(cores(0).len())
+                    .map_err(|e| SimError::Config(format!("partition per core: {e}")))?;
+                let classes = topo
+                    .cpus
+                    .iter()
+                    .map(|ci| {
+                        let i = topo.cache_instance(l, ci.id);
+                        let rank = cores(i).iter().position(|&k| k == ci.core).unwrap_or(0);
+                        (i, rank as u16)
+                    })
+                    .collect();
+                Some(classes)
+            }
+        };
         let cpus: Vec<Cpu> = topo
             .cpus
             .iter()
@@ -419,7 +489,10 @@ impl Simulation {
             now: 0,
             timers: BinaryHeap::new(),
             timer_seq: 0,
-            enqueue_seq: 0,
+            enqueue_seq: 1 << 62,
+            front_seq: 1 << 62,
+            rechoose_cycles: cyc(cfg.kernel.rechoose_interval_ms),
+            nosteal_cycles: (cfg.kernel.nosteal_us * freq as f64) as u64,
             rng: rng.fork(1),
             domains,
             cpu_domains,
@@ -431,9 +504,9 @@ impl Simulation {
             tick_gen: 0,
             events: Vec::new(),
             stats: KernelStats::default(),
-            all_mask: topo.all_cpus(),
             available: CounterKind::ALL.to_vec(),
             mem,
+            llc_class_of_cpu: per_core_partition,
             topo,
         };
         let mut sim = Simulation {
@@ -472,6 +545,10 @@ impl Simulation {
             .cycles((cfg.kernel.balance_interval_ms * 1e6) as u64)
             .max(1);
         sim.k.add_timer(bal, Timer::Balance);
+        if cfg.kernel.baseline == crate::config::Baseline::Ts {
+            let second = sim.k.cycles(1_000_000_000);
+            sim.k.add_timer(second, Timer::TsUpdate);
+        }
         sim.k.add_timer(sim.sample_every, Timer::Sample);
         if sim.warmup > 0 {
             sim.k.add_timer(sim.warmup, Timer::WarmupEnd);
@@ -546,6 +623,16 @@ impl Simulation {
                     self.k.wake(t, at);
                 }
             }
+            Timer::Steal(c) => {
+                if self.k.cpus[c].current.is_none() && self.k.steal(c, at) {
+                    self.k.schedule(c, at, false);
+                }
+            }
+            Timer::TsUpdate => {
+                self.k.ts_update(at);
+                let second = self.k.cycles(1_000_000_000);
+                self.k.add_timer(at + second, Timer::TsUpdate);
+            }
             Timer::Balance => {
                 self.k.cut_long_segments(at);
                 self.k.balance(at)?;
@@ -574,6 +661,7 @@ impl Simulation {
                     ips: d.instructions as f64 / secs.max(1e-12),
                     l2_miss_ratio: d.l2_miss_ratio(),
                     llc_mpki: d.llc_mpki(),
+                    occupancy: self.k.occupancy(),
                 });
                 self.last_sample = (at, tot);
                 self.k.add_timer(at + self.sample_every, Timer::Sample);

@@ -67,6 +67,19 @@ pub struct TimelinePoint {
     pub l2_miss_ratio: f64,
     /// LLC misses per 1000 instructions over the interval.
     pub llc_mpki: f64,
+    /// How much of each shared cache each thread holds at the end of the interval.
+    pub occupancy: Vec<CacheOccupancy>,
+}
+
+/// Per-thread occupancy of one shared cache instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheOccupancy {
+    /// Cache level (2 for an L2).
+    pub level: u8,
+    /// Which instance of that level.
+    pub instance: u32,
+    /// KiB held by each thread, indexed by thread id (rounded down).
+    pub kib: Vec<u32>,
 }
 
 /// The result of one run.

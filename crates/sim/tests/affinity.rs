@@ -47,18 +47,20 @@ fn homes_keep_working_sets_warm_and_load_balanced() {
 #[test]
 fn homes_rebalance_when_one_empties() {
     // threads alternate homes on arrival; the short ones (0, 2, 4) all land in home 0
+    // (256 KB working sets, 30 instructions between accesses: cheap to simulate)
     let mut threads = Vec::new();
     for i in 0..6 {
-        let mut g = ThreadGroup::of("medium", 1);
+        let mut m = cachesched_sim::workload::profile("medium").unwrap();
+        m.gap_mean = 30.0;
         if i % 2 == 0 {
-            let mut m = cachesched_sim::workload::profile("medium").unwrap();
             m.instructions = Some(5_000_000);
-            g.profile = None;
-            g.model = Some(m);
         }
+        let mut g = ThreadGroup::of("medium", 1);
+        g.profile = None;
+        g.model = Some(m);
         threads.push(g);
     }
-    let r = run(threads, true, 600.0);
+    let r = run(threads, true, 400.0);
     assert_eq!(r.threads.iter().filter(|t| t.exited).count(), 3);
     assert!(r.policy_stats["moves"] >= 1.0, "{:?}", r.policy_stats);
     // after the move both chips work: every CPU busy most of the measured time

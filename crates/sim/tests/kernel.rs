@@ -582,3 +582,88 @@ fn aggregated_timeslices_amortise_llc_refills() {
     let mean = r.policy_stats["mean_slice_ms"];
     assert!((50.0..=54.0).contains(&mean), "mean slice {mean} ms");
 }
+
+#[test]
+fn thread_groups_can_be_bound_to_cpus() {
+    let mut c = cfg("niagara-2c", "compute:3", 50.0);
+    c.threads[0].cpus = Some(vec![5]);
+    let r = simulate(&c).unwrap();
+    let busy: Vec<f64> = r.cpus.iter().map(|c| c.busy_fraction).collect();
+    assert!(busy[5] > 0.99, "{busy:?}");
+    assert!(
+        busy.iter().enumerate().all(|(i, &b)| i == 5 || b < 0.01),
+        "{busy:?}"
+    );
+    // a policy mask outside the binding falls back to the binding, counted
+    let p = Fixed {
+        mask: cpu0(),
+        ..Default::default()
+    };
+    let r = simulate_with(&c, Box::new(p)).unwrap();
+    assert_eq!(r.kernel.mask_fallbacks, 3);
+    assert!(r.cpus[5].busy_fraction > 0.99 && r.cpus[0].busy_fraction < 0.01);
+    c.threads[0].cpus = Some(vec![8]);
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(e.contains("CPU 8"), "{e}");
+}
+
+#[test]
+fn the_llc_can_be_partitioned_equally_and_occupancy_is_recorded() {
+    // a streaming thread beside a 96 KB working set on t1-dual (256 KB, 8 ways)
+    let held = |partition| {
+        let mut c = cfg("t1-dual", "interferer:1,medium:1", 60.0);
+        c.threads[1].profile = None;
+        c.threads[1].model = Some(LocalityModel::single(96, Pattern::Random, 2.0));
+        c.partition = partition;
+        let r = simulate(&c).unwrap();
+        let last = r.timeline.last().expect("sampled");
+        assert_eq!(last.occupancy.len(), 1, "one shared cache");
+        let o = &last.occupancy[0];
+        assert_eq!((o.level, o.kib.len()), (2, 2));
+        assert!(o.kib.iter().sum::<u32>() <= 256);
+        (o.kib[0], o.kib[1])
+    };
+    let (stream, _) = held(None);
+    assert!(
+        stream > 128,
+        "the streamer takes over half of a shared cache: {stream} KB"
+    );
+    // each thread fills only its 4 ways
+    let (stream_p, small_p) = held(Some(config::Partition::PerThread));
+    assert!(
+        stream_p <= 128 && small_p <= 128,
+        "{stream_p} + {small_p} KB"
+    );
+    assert!(
+        stream_p >= 120,
+        "the streamer fills its half: {stream_p} KB"
+    );
+    // per core: the niagara-2c L2's 12 ways, 6 per core; streamers bound to core 0,
+    // 256 KB working sets to core 1
+    let streamers = |partition| {
+        let mut c = cfg("niagara-2c", "interferer:4,medium:4", 40.0);
+        c.threads[0].cpus = Some(vec![0, 1, 2, 3]);
+        c.threads[1].cpus = Some(vec![4, 5, 6, 7]);
+        c.partition = partition;
+        let r = simulate(&c).unwrap();
+        // the L1Ds, shared by each core's four contexts, are recorded too
+        let last = r.timeline.last().unwrap();
+        assert_eq!(last.occupancy.len(), 3);
+        let l2 = last.occupancy.iter().find(|o| o.level == 2).unwrap();
+        l2.kib[..4].iter().sum::<u32>()
+    };
+    let (shared, split) = (streamers(None), streamers(Some(config::Partition::PerCore)));
+    assert!(
+        shared > 384,
+        "core 0's streamers hold {shared} KB of a shared L2"
+    );
+    assert!(
+        split <= 384 && split > 350,
+        "and {split} KB of a partitioned one"
+    );
+    // too many classes for the ways
+    let mut c = cfg("t1-dual", "compute:9", 10.0);
+    c.partition = Some(config::Partition::PerThread);
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(e.contains("8 ways among 9"), "{e}");
+}

@@ -96,6 +96,8 @@ pub struct MemorySystem {
     /// Per CPU: data caches on other chips.
     remote: Targets,
     coherent: bool,
+    /// Index of the last-level data cache in the topology's list.
+    llc: Option<usize>,
     mem_latency: u32,
     remote_latency: u32,
     transfer_cycles: f64,
@@ -192,6 +194,7 @@ impl MemorySystem {
         let coherent = siblings.iter().chain(remote.iter()).any(|v| !v.is_empty());
         let line = topo.llc().map(|i| topo.caches[i].line_bytes).unwrap_or(64) as f64;
         Ok(MemorySystem {
+            llc,
             caches,
             shifts,
             dpath,
@@ -436,6 +439,40 @@ impl MemorySystem {
         AccessOutcome {
             stall_cycles: stall,
             source: ServedBy::Dram,
+        }
+    }
+
+    /// Divides the ways of every instance of the last-level cache equally among
+    /// `classes` partition classes (class *i* gets the *i*-th run of ways; the first
+    /// `ways mod classes` classes one more). Fails if there are fewer ways than classes.
+    pub fn partition_llc(&mut self, classes: usize) -> Result<(), String> {
+        let Some(l) = self.llc else {
+            return Err("the machine has no last-level data cache".into());
+        };
+        let ways = self.caches[l][0].geometry().ways as usize;
+        if classes == 0 || classes > ways {
+            return Err(format!(
+                "cannot divide {ways} ways among {classes} (at most one class per way)"
+            ));
+        }
+        let mut parts = Vec::new();
+        let mut w = 0u32;
+        for i in 0..classes {
+            let n = (ways / classes + usize::from(i < ways % classes)) as u32;
+            parts.push((w..w + n).collect::<Vec<u32>>());
+            w += n;
+        }
+        for c in &mut self.caches[l] {
+            c.set_partition(&parts).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Puts `owner`'s fills of the last-level cache instance `instance` into partition
+    /// class `class`.
+    pub fn set_llc_class(&mut self, instance: usize, owner: u32, class: u16) {
+        if let Some(l) = self.llc {
+            self.caches[l][instance].set_owner_class(owner, class);
         }
     }
 

@@ -3,16 +3,21 @@
 //! per-thread PMU counters and the directives policies give.
 //!
 //! Per-CPU run queues ordered by the baseline [`Class`]; a thread's slice is checked at
-//! every chunk boundary; context switches cost `context_switch_us` of CPU time; waking
-//! threads go to an idle allowed CPU (preferring the last one, unless
-//! `affinity_oblivious`), else the least loaded; a periodic balancer pulls queued,
-//! cache-cold threads to less loaded CPUs and an idle CPU pulls immediately.
+//! every chunk boundary; context switches cost `context_switch_us` of CPU time. Under
+//! CFS and RR, waking threads go to an idle allowed CPU (preferring the last one,
+//! unless `affinity_oblivious`), else the least loaded; a periodic balancer pulls
+//! queued, cache-cold threads to less loaded CPUs and an idle CPU pulls immediately.
+//! The Solaris classes (TS, FX) are placed by the Solaris dispatcher's own rules
+//! (`solaris.rs`): cache warmth, the lowest-priority CPU, run-queue matching with a
+//! neighbour, idle stealing, no periodic balancer.
 //! Guardrails: an empty effective mask falls back to all CPUs (counted); the watchdog
 //! fails the run when a runnable thread waits past `starvation_limit_ms`. Co-run
 //! segments are kept per shared cache ([`segments`]).
 
 pub mod class;
 pub mod segments;
+mod solaris;
+pub mod solaris_tables;
 
 use crate::config::{Baseline, KernelConfig};
 use crate::engine::SimError;
@@ -51,6 +56,8 @@ pub(crate) struct Thread {
     pub(crate) state: State,
     pub(crate) ctr: Counters,
     pub(crate) policy_mask: Option<Cpumask>,
+    /// The CPUs the thread is bound to (its group's `cpus`, else all).
+    pub(crate) bound: Cpumask,
     pub(crate) mask: Cpumask,
     pub(crate) orig_nice: i32,
     pub(crate) se: SchedEntity,
@@ -85,6 +92,10 @@ pub(crate) enum Timer {
     Start(usize),
     Wake(usize),
     Balance,
+    /// Solaris: idle CPU tries to steal again (a protected thread became stealable).
+    Steal(usize),
+    /// Solaris TS: the once-a-second `ts_update`.
+    TsUpdate,
     PolicyTick(u64),
     Sample,
     WarmupEnd,
@@ -117,6 +128,13 @@ pub(crate) struct Kernel {
     pub(crate) timers: BinaryHeap<Reverse<(u64, u64, Timer)>>,
     pub(crate) timer_seq: u64,
     pub(crate) enqueue_seq: u64,
+    /// Sequence numbers for the front of a queue (`setfrontdq`), counting down below
+    /// every back-of-queue number.
+    pub(crate) front_seq: u64,
+    /// Solaris `rechoose_interval` in cycles.
+    pub(crate) rechoose_cycles: u64,
+    /// Solaris `nosteal_nsec` in cycles.
+    pub(crate) nosteal_cycles: u64,
     pub(crate) rng: SimRng,
     pub(crate) domains: Vec<Domain>,
     pub(crate) cpu_domains: Vec<Vec<usize>>,
@@ -131,7 +149,9 @@ pub(crate) struct Kernel {
     pub(crate) tick_gen: u64,
     pub(crate) events: Vec<PolicyEvent>,
     pub(crate) stats: KernelStats,
-    pub(crate) all_mask: Cpumask,
+    /// Per CPU, with the LLC partitioned per core: its LLC instance and the partition
+    /// class of its core, which a thread's fills take while it runs there.
+    pub(crate) llc_class_of_cpu: Option<Vec<(usize, u16)>>,
     pub(crate) available: Vec<CounterKind>,
 }
 
@@ -180,13 +200,14 @@ impl Kernel {
     }
 
     pub(crate) fn effective_mask(&mut self, t: usize) {
+        let bound = &self.threads[t].bound;
         let m = match &self.threads[t].policy_mask {
-            None => self.all_mask.clone(),
+            None => bound.clone(),
             Some(p) => {
-                let m = p.and(&self.all_mask);
+                let m = p.and(bound);
                 if m.is_empty() {
                     self.stats.mask_fallbacks += 1;
-                    self.all_mask.clone()
+                    bound.clone()
                 } else {
                     m
                 }
@@ -233,24 +254,7 @@ impl Kernel {
                     return c;
                 }
             }
-            // spread: the idle CPU on the least loaded chip, then the least loaded core
-            let load = |k: &Kernel, on: &dyn Fn(&cachesched_core::CpuInfo) -> bool| -> usize {
-                k.topo
-                    .cpus
-                    .iter()
-                    .filter(|ci| on(ci))
-                    .map(|ci| k.nr(ci.id.index()))
-                    .sum()
-            };
-            return *idle
-                .iter()
-                .min_by_key(|&&c| {
-                    let me = self.topo.cpus[c];
-                    let chip = load(self, &|ci| ci.chip == me.chip);
-                    let core = load(self, &|ci| ci.core == me.core);
-                    (chip, core, c)
-                })
-                .expect("non-empty");
+            return self.spread_idle(&idle);
         }
         let min = allowed.iter().map(|&c| self.nr(c)).min().unwrap_or(0);
         if let Some(last) = th.last_cpu {
@@ -262,6 +266,28 @@ impl Kernel {
             .iter()
             .find(|&&c| self.nr(c) == min)
             .expect("mask is never empty")
+    }
+
+    /// Of the idle CPUs `idle`, the one on the least loaded chip, then the least loaded
+    /// core (then the lowest number).
+    pub(crate) fn spread_idle(&self, idle: &[usize]) -> usize {
+        let load = |on: &dyn Fn(&cachesched_core::CpuInfo) -> bool| -> usize {
+            self.topo
+                .cpus
+                .iter()
+                .filter(|ci| on(ci))
+                .map(|ci| self.nr(ci.id.index()))
+                .sum()
+        };
+        *idle
+            .iter()
+            .min_by_key(|&&c| {
+                let me = self.topo.cpus[c];
+                let chip = load(&|ci| ci.chip == me.chip);
+                let core = load(&|ci| ci.core == me.core);
+                (chip, core, c)
+            })
+            .expect("non-empty")
     }
 
     /// Puts runnable thread `t` on CPU `c`'s queue, dispatching if `c` is idle.
@@ -287,6 +313,12 @@ impl Kernel {
 
     /// Wakes (or starts) thread `t`.
     pub(crate) fn wake(&mut self, t: usize, now: u64) {
+        if self.class.solaris() {
+            self.class.woke(&mut self.threads[t].se, None);
+            let c = self.setbackdq_cpu(t, now, false);
+            self.enqueue(t, c, now);
+            return;
+        }
         let c = self.select_cpu(t);
         let minv = self.min_vruntime(c);
         self.class.woke(&mut self.threads[t].se, minv);
@@ -308,27 +340,16 @@ impl Kernel {
             if self.threads[p].state == State::Running(c) {
                 self.cpus[c].current = None;
                 self.threads[p].last_ran = now;
-                if self.threads[p].mask.contains(CpuId(c as u32)) {
-                    self.enqueue_seq += 1;
-                    self.threads[p].se.enqueue_seq = self.enqueue_seq;
-                    self.threads[p].state = State::Runnable;
-                    self.threads[p].wait_since = now;
-                    self.cpus[c].rq.push(p);
-                } else {
-                    let to = self.select_cpu(p);
-                    let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
-                    let v = self
-                        .class
-                        .migrate_vruntime(self.threads[p].se.vruntime, fm, tm);
-                    self.threads[p].se.vruntime = v;
-                    self.threads[p].state = State::Runnable;
-                    self.enqueue(p, to, now);
-                }
+                self.requeue(p, c, now, expired);
             }
         }
         self.cpus[c].current = None;
         if self.cpus[c].rq.is_empty() {
-            self.pull(c, now, true);
+            if self.class.solaris() {
+                self.steal(c, now);
+            } else {
+                self.pull(c, now, true);
+            }
         }
         let next = self.cpus[c]
             .rq
@@ -344,6 +365,11 @@ impl Kernel {
             return;
         };
         let t = self.cpus[c].rq.swap_remove(i);
+        self.class.dispatched(&mut self.threads[t].se);
+        if let Some(classes) = &self.llc_class_of_cpu {
+            let (inst, class) = classes[c];
+            self.mem.set_llc_class(inst, t as u32, class);
+        }
         let nr = self.cpus[c].rq.len() + 1;
         let total_w: u64 = self.cpus[c]
             .rq
@@ -378,6 +404,66 @@ impl Kernel {
         if switched {
             self.corun_change(c, now);
         }
+    }
+
+    /// Puts thread `p`, just switched out of CPU `c` at `now` and still runnable, back
+    /// on a queue: `expired` if its slice ran out (else it was preempted or its mask
+    /// changed).
+    fn requeue(&mut self, p: usize, c: usize, now: u64, expired: bool) {
+        let here = self.threads[p].mask.contains(CpuId(c as u32));
+        if self.class.solaris() {
+            if !expired && here {
+                // setfrontdq: the front of its own queue
+                self.front_seq -= 1;
+                let th = &mut self.threads[p];
+                th.se.enqueue_seq = self.front_seq;
+                th.state = State::Runnable;
+                th.wait_since = now;
+                self.cpus[c].rq.push(p);
+            } else {
+                let to = self.setbackdq_cpu(p, now, here);
+                self.push_back(p, c, to, now);
+            }
+            return;
+        }
+        let to = if !here {
+            self.select_cpu(p)
+        } else if expired && self.kcfg.affinity_oblivious {
+            // any CPU that is not busier than this one
+            let mine = self.nr(c);
+            let pool: Vec<usize> = self.threads[p]
+                .mask
+                .iter()
+                .map(|x| x.index())
+                .filter(|&x| self.nr(x) <= mine)
+                .collect();
+            pool[self.rng.below(pool.len() as u64) as usize]
+        } else {
+            c
+        };
+        if to != c {
+            let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
+            let v = self
+                .class
+                .migrate_vruntime(self.threads[p].se.vruntime, fm, tm);
+            self.threads[p].se.vruntime = v;
+        }
+        self.push_back(p, c, to, now);
+    }
+
+    /// Puts runnable thread `p`, switched out of CPU `from` (being rescheduled), at the
+    /// back of CPU `to`'s queue (dispatching there if `to` is another, idle CPU).
+    fn push_back(&mut self, p: usize, from: usize, to: usize, now: u64) {
+        if to != from {
+            self.enqueue(p, to, now);
+            return;
+        }
+        self.enqueue_seq += 1;
+        let th = &mut self.threads[p];
+        th.se.enqueue_seq = self.enqueue_seq;
+        th.state = State::Runnable;
+        th.wait_since = now;
+        self.cpus[from].rq.push(p);
     }
 
     pub(crate) fn switched_out(&mut self, p: usize, c: usize, now: u64) {
@@ -473,8 +559,9 @@ impl Kernel {
 
     pub(crate) fn balance(&mut self, now: u64) -> Result<(), SimError> {
         // One pass: each CPU pulls at most once, and a CPU that gained or lost a thread
-        // in this pass is neither source nor destination again (no ping-pong).
-        let mut touched = vec![false; self.cpus.len()];
+        // in this pass is neither source nor destination again (no ping-pong). Solaris
+        // has no balancer.
+        let mut touched = vec![self.class.solaris(); self.cpus.len()];
         for c in 0..self.cpus.len() {
             if touched[c] {
                 continue;
@@ -487,7 +574,16 @@ impl Kernel {
                 }
             }
         }
-        // Watchdog and TS aging.
+        // Solaris idle CPUs poll the other queues in their idle loop (here: at every
+        // balancing tick, as well as when they go idle).
+        if self.class.solaris() {
+            for c in 0..self.cpus.len() {
+                if self.cpus[c].current.is_none() && self.steal(c, now) {
+                    self.schedule(c, now, false);
+                }
+            }
+        }
+        // Watchdog.
         for t in 0..self.threads.len() {
             if self.threads[t].state == State::Runnable {
                 let waited = now.saturating_sub(self.threads[t].wait_since);
@@ -498,9 +594,6 @@ impl Kernel {
                         limit_ms: self.kcfg.starvation_limit_ms,
                         at_ms: self.ns(now) as f64 / 1e6,
                     });
-                }
-                if waited > self.cycles(1_000_000_000) {
-                    self.class.starving(&mut self.threads[t].se);
                 }
             }
         }
@@ -539,7 +632,11 @@ impl Kernel {
                                 .expect("queued");
                             if !mask.contains(CpuId(c as u32)) {
                                 self.cpus[c].rq.retain(|&x| x != t);
-                                let to = self.select_cpu(t);
+                                let to = if self.class.solaris() {
+                                    self.setbackdq_cpu(t, now, false)
+                                } else {
+                                    self.select_cpu(t)
+                                };
                                 let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
                                 self.threads[t].se.vruntime = self.class.migrate_vruntime(
                                     self.threads[t].se.vruntime,
