@@ -67,18 +67,8 @@ pub fn ts_row(level: i32) -> TsRow {
         47..=58 => 58,
         _ => 59,
     };
-    let lwait = match l {
-        0..=9 => 50,
-        10..=19 => 51,
-        20..=29 => 52,
-        30..=34 => 53,
-        35..=39 => 54,
-        40..=44 => 55,
-        45 => 56,
-        46 => 57,
-        47 | 48 => 58,
-        _ => 59,
-    };
+    // ts_lwait is ts_slpret but for levels 49-58, which wait for 59
+    let lwait = if (49..=58).contains(&l) { 59 } else { slpret };
     TsRow {
         quantum_ticks,
         tqexp,
