@@ -10,7 +10,7 @@
 //! The Solaris classes (TS, FX) are placed by the Solaris dispatcher's own rules
 //! (`solaris.rs`): cache warmth, the lowest-priority CPU, run-queue matching with a
 //! neighbour, idle stealing, no periodic balancer.
-//! Guardrails: an empty effective mask falls back to all CPUs (counted); the watchdog
+//! Guardrails: an empty effective mask falls back to the thread's binding (counted); the watchdog
 //! fails the run when a runnable thread waits past `starvation_limit_ms`. Co-run
 //! segments are kept per shared cache ([`segments`]).
 
@@ -245,12 +245,8 @@ impl Kernel {
         }
         if !idle.is_empty() {
             // prefer an idle CPU sharing the last-level cache with the last CPU
-            if let (Some(last), Some(llc)) = (th.last_cpu, self.topo.llc()) {
-                let dom = self.topo.cache_instance(llc, CpuId(last as u32));
-                if let Some(&c) = idle
-                    .iter()
-                    .find(|&&c| self.topo.cache_instance(llc, CpuId(c as u32)) == dom)
-                {
+            if let Some(last) = th.last_cpu {
+                if let Some(&c) = idle.iter().find(|&&c| self.share_llc(c, last)) {
                     return c;
                 }
             }
@@ -290,14 +286,34 @@ impl Kernel {
             .expect("non-empty")
     }
 
-    /// Puts runnable thread `t` on CPU `c`'s queue, dispatching if `c` is idle.
-    pub(crate) fn enqueue(&mut self, t: usize, c: usize, now: u64) {
-        self.enqueue_seq += 1;
+    /// Marks thread `t` runnable at `now` in CPU `c`'s queue, at its back or (`front`,
+    /// Solaris `setfrontdq`) ahead of every thread of equal priority; nothing else.
+    fn queue(&mut self, t: usize, c: usize, now: u64, front: bool) {
+        let seq = if front {
+            self.front_seq -= 1;
+            self.front_seq
+        } else {
+            self.enqueue_seq += 1;
+            self.enqueue_seq
+        };
         let th = &mut self.threads[t];
-        th.se.enqueue_seq = self.enqueue_seq;
+        th.se.enqueue_seq = seq;
         th.state = State::Runnable;
         th.wait_since = now;
         self.cpus[c].rq.push(t);
+    }
+
+    /// Re-bases thread `t`'s vruntime from CPU `from`'s queue to CPU `to`'s.
+    fn move_vruntime(&mut self, t: usize, from: usize, to: usize) {
+        let (fm, tm) = (self.min_vruntime(from), self.min_vruntime(to));
+        self.threads[t].se.vruntime =
+            self.class
+                .migrate_vruntime(self.threads[t].se.vruntime, fm, tm);
+    }
+
+    /// Puts runnable thread `t` on CPU `c`'s queue, dispatching if `c` is idle.
+    pub(crate) fn enqueue(&mut self, t: usize, c: usize, now: u64) {
+        self.queue(t, c, now, false);
         match self.cpus[c].current {
             None => self.schedule(c, now, false),
             Some(cur) => {
@@ -414,12 +430,7 @@ impl Kernel {
         if self.class.solaris() {
             if !expired && here {
                 // setfrontdq: the front of its own queue
-                self.front_seq -= 1;
-                let th = &mut self.threads[p];
-                th.se.enqueue_seq = self.front_seq;
-                th.state = State::Runnable;
-                th.wait_since = now;
-                self.cpus[c].rq.push(p);
+                self.queue(p, c, now, true);
             } else {
                 let to = self.setbackdq_cpu(p, now, here);
                 self.push_back(p, c, to, now);
@@ -442,11 +453,7 @@ impl Kernel {
             c
         };
         if to != c {
-            let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
-            let v = self
-                .class
-                .migrate_vruntime(self.threads[p].se.vruntime, fm, tm);
-            self.threads[p].se.vruntime = v;
+            self.move_vruntime(p, c, to);
         }
         self.push_back(p, c, to, now);
     }
@@ -456,14 +463,9 @@ impl Kernel {
     fn push_back(&mut self, p: usize, from: usize, to: usize, now: u64) {
         if to != from {
             self.enqueue(p, to, now);
-            return;
+        } else {
+            self.queue(p, from, now, false);
         }
-        self.enqueue_seq += 1;
-        let th = &mut self.threads[p];
-        th.se.enqueue_seq = self.enqueue_seq;
-        th.state = State::Runnable;
-        th.wait_since = now;
-        self.cpus[from].rq.push(p);
     }
 
     pub(crate) fn switched_out(&mut self, p: usize, c: usize, now: u64) {
@@ -540,10 +542,7 @@ impl Kernel {
         let (b, i) = found?;
         self.cpus[b].balance_failed = 0;
         let t = self.cpus[b].rq.remove(i);
-        let (fm, tm) = (self.min_vruntime(b), self.min_vruntime(c));
-        self.threads[t].se.vruntime =
-            self.class
-                .migrate_vruntime(self.threads[t].se.vruntime, fm, tm);
+        self.move_vruntime(t, b, c);
         self.stats.balance_moves += 1;
         self.cpus[c].rq.push(t);
         if let Some(cur) = self.cpus[c].current {
@@ -637,12 +636,7 @@ impl Kernel {
                                 } else {
                                     self.select_cpu(t)
                                 };
-                                let (fm, tm) = (self.min_vruntime(c), self.min_vruntime(to));
-                                self.threads[t].se.vruntime = self.class.migrate_vruntime(
-                                    self.threads[t].se.vruntime,
-                                    fm,
-                                    tm,
-                                );
+                                self.move_vruntime(t, c, to);
                                 self.enqueue(t, to, now);
                             }
                         }
