@@ -85,7 +85,7 @@ fn bad_input_gets_clear_errors() {
     let d = tmp("bad");
     assert!(run_err(&["simulate", "--machine=nosuch"]).contains("nosuch"));
     assert!(run_err(&["simulate", "--mix=large:x"]).contains("count"));
-    assert!(run_err(&["simulate", "--baseline=fifo"]).contains("cfs, ts or rr"));
+    assert!(run_err(&["simulate", "--baseline=fifo"]).contains("cfs, ts, fx or rr"));
     assert!(run_err(&["simulate", "--policy=nosuch"]).contains("unknown policy"));
     assert!(
         run_err(&["simulate", "--config=/nonexistent.toml"]).contains("cannot read config file")
