@@ -8,7 +8,7 @@
 use cachesched_core::topology::CacheSpec;
 use cachesched_core::{CacheKind, CacheScope};
 use cachesched_sim::hw::machine::{CoreKind, CoreModel, MemoryModel};
-use cachesched_sim::workload::{LocalityModel, Pattern};
+use cachesched_sim::workload::{CodeLayout, LocalityModel, Pattern};
 use cachesched_sim::*;
 
 /// 64 single-context in-order cores with 1 KB L1s and a 1 MB L2 that holds their code
@@ -54,12 +54,13 @@ fn machine() -> MachineConfig {
 }
 
 /// Utilisation, mean wait per transfer and transfer time with 64 threads reading
-/// 256 MB at random with `gap` instructions between reads on average, walking through
-/// `code_kb` of code.
+/// 256 MB at random with `gap` instructions between reads on average, looping through
+/// `code_kb` of code line after line (so a footprint above the L1I misses on every line).
 fn run(gap: f64, code_kb: u64) -> (f64, f64, f64) {
     let mut m = LocalityModel::single(256 << 10, Pattern::Random, gap);
     m.write_fraction = 0.0;
     m.code_kb = code_kb;
+    m.code_layout = CodeLayout::Loop;
     let mut g = ThreadGroup::of("x", 64);
     g.profile = None;
     g.model = Some(m);

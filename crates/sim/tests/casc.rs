@@ -6,6 +6,17 @@ use cachesched_policies::PolicySpec;
 use cachesched_sim::config::Phase;
 use cachesched_sim::*;
 
+/// 6 cache-greedy (1 MB random), 6 L2-resident (64 KB random) and 6 L1-resident
+/// threads, arriving interleaved: generic profiles whose classes at 768 KB follow from
+/// their sizes alone, so that the test of the mechanism does not rest on how the
+/// benchmark profiles are calibrated (they classify art, twolf and bdb as the paper
+/// does only as far as their parameters are right; `reproduce casc` reports that).
+fn mechanism_mix() -> Vec<ThreadGroup> {
+    (0..18)
+        .map(|i| ThreadGroup::of(["large", "small", "compute"][i % 3], 1))
+        .collect()
+}
+
 /// 6 art-like, 6 twolf-like, 6 Berkeley-DB-like threads, arriving interleaved.
 fn casc_mix() -> Vec<ThreadGroup> {
     (0..18)
@@ -48,20 +59,20 @@ fn mean_pcmr(r: &RunResult, name: &str) -> f64 {
 #[test]
 fn casc_finds_the_greedy_threads_and_cuts_misses() {
     let (warm, ms) = (700.0, 1100.0);
-    let base = run(casc_mix(), None, warm, ms);
-    let paper = run(casc_mix(), Some(CascConfig::default()), warm, ms);
+    let base = run(mechanism_mix(), None, warm, ms);
+    let paper = run(mechanism_mix(), Some(CascConfig::default()), warm, ms);
     let calibrated = CascConfig {
         secondary: cachesched_policies::casc::Secondary::Calibrated,
         ..Default::default()
     };
-    let casc = run(casc_mix(), Some(calibrated), warm, ms);
+    let casc = run(mechanism_mix(), Some(calibrated), warm, ms);
     for r in [&paper, &casc] {
         // every PCMR known before the measured window: the initial measurement of the
         // first nine threads, then nine secondary measurements
         let steady = stat(r, "steady_ms");
         assert!(steady > 0.0 && steady < warm, "steady at {steady} ms");
         assert_eq!(stat(r, "secondary_measurements"), 9.0);
-        // the initial measurement ranks the scan-heavy art threads highest
+        // the initial measurement ranks the greedy threads highest
         let initial = |name: &str| {
             let v: Vec<f64> = (0..9)
                 .filter(|&t| r.threads[t].name == name)
@@ -69,7 +80,13 @@ fn casc_finds_the_greedy_threads_and_cuts_misses() {
                 .collect();
             v.iter().sum::<f64>() / v.len() as f64
         };
-        assert!(initial("art") > 1.1 * initial("bdb") && initial("bdb") > initial("twolf"));
+        assert!(
+            initial("large") > 10.0 * initial("small").max(initial("compute")).max(0.1),
+            "large {} small {} compute {}",
+            initial("large"),
+            initial("small"),
+            initial("compute")
+        );
         // fewer misses, never an idle CPU for want of allowed threads
         assert!(
             r.l2_miss_ratio < 0.98 * base.l2_miss_ratio,
@@ -83,37 +100,38 @@ fn casc_finds_the_greedy_threads_and_cuts_misses() {
         assert_eq!(stat(r, "remeasurements"), 0.0, "{:?}", r.policy_stats);
     }
     // with calibrated secondary measurements every thread is ranked by its program
-    let (art, twolf, bdb) = (
-        mean_pcmr(&casc, "art"),
-        mean_pcmr(&casc, "twolf"),
-        mean_pcmr(&casc, "bdb"),
+    let (large, small, compute) = (
+        mean_pcmr(&casc, "large"),
+        mean_pcmr(&casc, "small"),
+        mean_pcmr(&casc, "compute"),
     );
     assert!(
-        art > 1.2 * bdb && bdb > twolf,
-        "art {art} twolf {twolf} bdb {bdb}"
+        large > 10.0 * small.max(compute).max(0.1),
+        "large {large} small {small} compute {compute}"
     );
-    let lowest_art = casc
+    let lowest_large = casc
         .threads
         .iter()
-        .filter(|t| t.name == "art")
+        .filter(|t| t.name == "large")
         .map(|t| pcmr(&casc, t.id).unwrap())
         .fold(f64::INFINITY, f64::min);
     let highest_other = casc
         .threads
         .iter()
-        .filter(|t| t.name != "art")
+        .filter(|t| t.name != "large")
         .map(|t| pcmr(&casc, t.id).unwrap())
         .fold(0.0, f64::max);
     assert!(
-        lowest_art > highest_other,
-        "{lowest_art} vs {highest_other}"
+        lowest_large > highest_other,
+        "{lowest_large} vs {highest_other}"
     );
-    // art is allowed on fewer CPUs than twolf: the high MAX_PCMR buckets
+    // the greedy threads are allowed on fewer CPUs than the L1-resident ones: the high
+    // MAX_PCMR buckets
     let caps: Vec<f64> = (0..8)
         .map(|c| stat(&casc, &format!("max_pcmr.0.cpu{c}")))
         .collect();
     let cpus_for = |p: f64| caps.iter().filter(|&&m| p < m).count();
-    assert!(cpus_for(art) < cpus_for(twolf), "caps {caps:?}");
+    assert!(cpus_for(large) < cpus_for(compute), "caps {caps:?}");
     // and more work done, at the price of fairness
     assert!(
         casc.ips > 1.02 * base.ips,
