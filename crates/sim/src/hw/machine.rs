@@ -218,19 +218,29 @@ impl MachineConfig {
             caches,
             memory,
         };
+        // UltraSPARC T1 L1s ([OST1-UA] §1.3.1.1, §2.4.3); load-to-use 3 cycles (AnandTech
+        // lmbench of a 1 GHz T1)
         let niagara_l1 = || vec![c(1, I, 16, 4, 32, 1, Core), c(1, D, 8, 4, 16, 3, Core)];
+        // T1 memory: 107.5 ns load-to-use (AnandTech lmbench, 980 MHz part) = 107 cycles
+        // at 992 MHz, less the 3-cycle L1 hit the base CPI holds and the 64-byte bus
+        // transfer the engine adds: the DRAM latency in cycles for a bus of `bw` B/cycle
+        let t1_mem = |bw: f64| (107.0 - 3.0 - 64.0 / bw).round() as u32;
         let cfg = match name {
-            // Niagara: 3 MB L2 for 8 cores; the CASC paper simulates a quarter of it.
-            // 4 GB/s per 2 cores is a quarter of Niagara's ~20 GB/s DRAM bandwidth.
+            // Niagara: 3 MB L2 in 4 banks of 768 KB, each with its own DDR2 channel, 25
+            // GB/s in all ([OST1-UA] §1.2, §1.3.4, §1.3.5); the CASC paper simulates a
+            // quarter of the L2 (768 KB, one bank), so a quarter of the bandwidth: 6.25
+            // GB/s = 6.30 B/cycle at 992 MHz. L2 hit 23 cycles for a data access
+            // ([OST1-UA] p. 1-10).
             "niagara-2c" => {
                 let mut caches = niagara_l1();
-                caches.push(c(2, U, 768, 12, 64, 22, Chip));
-                m(992, 1, 2, 4, inorder, caches, mem(110, 5.0, 120))
+                caches.push(c(2, U, 768, 12, 64, 23, Chip));
+                m(992, 1, 2, 4, inorder, caches, mem(t1_mem(6.30), 6.30, 120))
             }
             "niagara-8c" => {
                 let mut caches = niagara_l1();
-                caches.push(c(2, U, 3072, 12, 64, 22, Chip));
-                m(992, 1, 8, 4, inorder, caches, mem(110, 20.0, 120))
+                caches.push(c(2, U, 3072, 12, 64, 23, Chip));
+                // 25 GB/s = 25.2 B/cycle at 992 MHz
+                m(992, 1, 8, 4, inorder, caches, mem(t1_mem(25.2), 25.2, 120))
             }
             "t1-dual" => m(
                 992,
@@ -241,10 +251,10 @@ impl MachineConfig {
                 vec![
                     c(1, I, 16, 4, 32, 1, Core),
                     c(1, D, 8, 4, 16, 3, Core),
-                    c(2, U, 256, 8, 64, 22, Chip),
+                    c(2, U, 256, 8, 64, 23, Chip),
                 ],
-                // 4 GB/s at 992 MHz ≈ 4.03 bytes per cycle
-                mem(110, 4.03, 120),
+                // paper 2 Table 1: 4 GB/s at 992 MHz ≈ 4.03 bytes per cycle; T1 latencies
+                mem(t1_mem(4.03), 4.03, 120),
             ),
             // OpenPower 720 (Tam et al., Fig. 1): L2 ~14 cycles, L3 ~90, memory ~310,
             // cross-chip cache access at least 120 cycles. The real L2 is 1.875 MB
@@ -268,7 +278,9 @@ impl MachineConfig {
                     serial_stores: false,
                 },
                 vec![
-                    c(1, I, 64, 2, 128, 1, Core),
+                    // paper 3 Table 1: 64 KB 4-way L1s (the real POWER5 has a 2-way
+                    // L1I and a 32 KB L1D; the preset is the paper's machine)
+                    c(1, I, 64, 4, 128, 1, Core),
                     c(1, D, 64, 4, 128, 2, Core),
                     c(2, U, 1920, 10, 128, 14, Chip),
                     c(3, U, 36 * 1024, 12, 256, 90, Chip),
@@ -288,8 +300,11 @@ impl MachineConfig {
                         c(1, D, 32, 8, 64, 3, Core),
                         c(2, U, 4096, 16, 64, 14, Chip),
                     ],
-                    // ~10 GB/s FSB at 1.86 GHz; ~110 ns memory
-                    mem(200, 5.4, 180),
+                    // 1066 MT/s front-side bus × 8 B = 8.53 GB/s = 4.57 B/cycle at
+                    // 1.866 GHz (Xeon E5320; the arithmetic of Sniper's
+                    // dunnington.cfg), shared by both dies; memory and remote
+                    // latencies have no source
+                    mem(200, 4.57, 180),
                 )
             }
             "xeon-e5-16m" | "xeon-e5-16m-2c" => {
@@ -311,13 +326,18 @@ impl MachineConfig {
                         c(1, I, 32, 8, 64, 1, Core),
                         c(1, D, 32, 8, 64, 4, Core),
                         c(2, U, 256, 8, 64, 12, Core),
-                        c(3, U, 16 * 1024, 16, 64, 40, Chip),
+                        // L3 30 cycles (Sandy Bridge-E measurement, TechReport;
+                        // secondary)
+                        c(3, U, 16 * 1024, 16, 64, 30, Chip),
                     ],
                     mem(180, 12.0, 150),
                 )
             }
+            // Core 2 Duo E6550 (the CPUID brand string of paper 5's 4 MB machine):
+            // 2.33 GHz, 1333 MT/s bus × 8 B = 10.67 GB/s = 4.57 B/cycle; memory latency
+            // has no source
             "core2-4m" => m(
-                2400,
+                2333,
                 1,
                 2,
                 1,
@@ -327,7 +347,7 @@ impl MachineConfig {
                     c(1, D, 32, 8, 64, 3, Core),
                     c(2, U, 4096, 16, 64, 14, Chip),
                 ],
-                mem(220, 4.0, 150),
+                mem(220, 4.57, 150),
             ),
             _ => return Err(MachineError::UnknownPreset(name.to_string())),
         };
