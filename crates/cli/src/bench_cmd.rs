@@ -215,6 +215,7 @@ fn run_workloads(a: WorkloadBenchArgs) -> Result<()> {
                     0,
                     1,
                     pages.translate(addr),
+                    pc,
                     write,
                     now,
                     &mut ctr,

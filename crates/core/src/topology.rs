@@ -52,6 +52,13 @@ pub struct CacheLevel {
     pub line_bytes: u32,
     /// Hit latency in core cycles (0 where unknown, e.g. on a real host).
     pub latency_cycles: u32,
+    /// Store handling (write-back unless the machine says otherwise; a real host's is
+    /// not read).
+    #[serde(default)]
+    pub write_policy: WritePolicy,
+    /// Banks per instance (0: not modelled; see [`CacheSpec::banks`]).
+    #[serde(default)]
+    pub banks: u32,
     /// Sharing scope of one instance.
     pub scope: CacheScope,
     /// The CPUs sharing each instance; instance `i` is `instances[i]`.
@@ -108,6 +115,20 @@ pub struct Topology {
     pub caches: Vec<CacheLevel>,
 }
 
+/// How a cache handles stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WritePolicy {
+    /// Write-back, write-allocate: a store that misses fills the line, and a modified
+    /// line is written to the next level when it is evicted (the default).
+    #[default]
+    WriteBack,
+    /// Write-through, no-write-allocate (the UltraSPARC T1's L1D): every store goes on
+    /// to the next level; a store that hits updates the line, which stays clean; a
+    /// store that misses does not fill it.
+    WriteThrough,
+}
+
 /// Shape of one cache level for [`Topology::symmetric`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CacheSpec {
@@ -125,6 +146,14 @@ pub struct CacheSpec {
     pub latency_cycles: u32,
     /// Sharing scope.
     pub scope: CacheScope,
+    /// Store handling (default write-back).
+    #[serde(default)]
+    pub write_policy: WritePolicy,
+    /// Banks of one instance, lines interleaved across them, each a pipeline that
+    /// takes one request per cycle (two for an instruction fetch); requests to a busy
+    /// bank wait (default 0: throughput not modelled).
+    #[serde(default)]
+    pub banks: u32,
 }
 
 impl Topology {
@@ -179,6 +208,8 @@ impl Topology {
                 line_bytes: spec.line_bytes,
                 latency_cycles: spec.latency_cycles,
                 scope: spec.scope,
+                write_policy: spec.write_policy,
+                banks: spec.banks,
                 instances,
             });
         }
@@ -377,6 +408,8 @@ mod tests {
             line_bytes: 64,
             latency_cycles: 3,
             scope,
+            write_policy: WritePolicy::WriteBack,
+            banks: 0,
         }
     }
 

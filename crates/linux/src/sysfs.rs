@@ -215,6 +215,8 @@ pub fn read_topology_at(root: &Path, name: &str) -> Result<HostTopology, SysfsEr
                         line_bytes: line as u32,
                         latency_cycles: 0,
                         scope: CacheScope::Context,
+                        write_policy: Default::default(),
+                        banks: 0,
                         instances: Vec::new(),
                     },
                     Vec::new(),

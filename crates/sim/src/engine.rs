@@ -13,6 +13,7 @@ use crate::config::{Partition, SimConfig, Source};
 use crate::hw::core::{charge_stall, ContextState, CoreTiming, Phase};
 use crate::hw::machine::{MachineConfig, MachineError};
 use crate::hw::memory::{BusStats, MemorySystem, ServedBy};
+use crate::hw::prefetch::PrefetchStats;
 use crate::kernel::class::{Class, SchedEntity};
 use crate::kernel::segments::Domain;
 use crate::kernel::{Cpu, Kernel, PolicyEvent, State, Thread, Timer};
@@ -113,7 +114,7 @@ impl Kernel {
     fn access(&mut self, c: usize, t: usize, now: u64) -> u64 {
         let ct = self.core_timing;
         let th = &mut self.threads[t];
-        let (addr, write) = (th.timing.addr, th.timing.write);
+        let (addr, write, pc) = (th.timing.addr, th.timing.write, th.timing.pc);
         let phys = self.pages.translate(addr);
         let wait = if write {
             th.timing.store_buffer_wait(&ct, now, &mut th.ctr)
@@ -133,7 +134,7 @@ impl Kernel {
         }
         let out = self
             .mem
-            .data_access(c, t as u32, phys, write, now, &mut th.ctr);
+            .data_access(c, t as u32, phys, pc, write, now, &mut th.ctr);
         let latency = out.stall_cycles as u64;
         if out.source == ServedBy::Remote {
             if let Some(p) = self.sampling_period {
@@ -222,6 +223,7 @@ impl Kernel {
                 th.timing.addr = addr;
                 th.timing.write = write;
                 th.timing.dependent = dep;
+                th.timing.pc = pc;
                 th.timing.phase = Phase::Access;
                 self.cpus[c].ready = end;
             }
@@ -258,6 +260,8 @@ pub struct Simulation {
     last_sample: (u64, Counters),
     base_time: u64,
     base_bus: BusStats,
+    /// The prefetch counts when the warm-up ended.
+    base_prefetches: PrefetchStats,
 }
 
 impl Simulation {
@@ -520,6 +524,7 @@ impl Simulation {
             last_sample: (0, Counters::default()),
             base_time: 0,
             base_bus: BusStats::default(),
+            base_prefetches: PrefetchStats::default(),
             machine,
             cfg: cfg.clone(),
         };
@@ -670,6 +675,7 @@ impl Simulation {
                 self.snapshot_totals(at);
                 self.base_time = at;
                 self.base_bus = self.k.mem.bus;
+                self.base_prefetches = self.k.mem.prefetches;
                 for th in &mut self.k.threads {
                     th.base_ctr = th.ctr;
                 }
@@ -734,6 +740,7 @@ impl Simulation {
             }
         }
         let bus = self.k.mem.bus.since(&self.base_bus);
+        let pf = self.k.mem.prefetches.since(&self.base_prefetches);
         let window = end - self.base_time;
         let window_ns = self.k.ns(window).max(1);
         let threads: Vec<ThreadResult> = self
@@ -795,6 +802,7 @@ impl Simulation {
             cpu_share_cv: if m > 0.0 { sd / m } else { 0.0 },
             bus_utilization: bus.busy_cycles / window.max(1) as f64,
             bus_transfers: bus.transfers,
+            prefetches: pf,
             bus_transfer_cycles: self.k.mem.transfer_cycles(),
             bus_mean_wait_cycles: if bus.transfers > 0 {
                 bus.wait_cycles / bus.transfers as f64

@@ -1,5 +1,6 @@
 //! What a simulation run reports.
 
+use crate::hw::prefetch::PrefetchStats;
 use cachesched_core::Counters;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -109,6 +110,9 @@ pub struct RunResult {
     pub bus_utilization: f64,
     /// Line transfers on the memory bus over the window (fills and write-backs).
     pub bus_transfers: u64,
+    /// Hardware prefetches over the window: issued, found by a demand access after
+    /// arriving (useful) and before (late).
+    pub prefetches: PrefetchStats,
     /// Cycles one transfer occupies the bus (line size / bandwidth).
     pub bus_transfer_cycles: f64,
     /// Mean cycles a transfer waited for the bus (queueing delay) over the window.
@@ -143,6 +147,15 @@ impl RunResult {
             self.bus_mean_wait_cycles,
             self.bus_transfer_cycles
         );
+        let pf = &self.prefetches;
+        if pf.issued > 0 {
+            s += &format!(
+                "prefetches: {} issued, {:.1}% found arrived, {:.1}% found on their way\n",
+                pf.issued,
+                pf.useful as f64 * 100.0 / pf.issued as f64,
+                pf.late as f64 * 100.0 / pf.issued as f64
+            );
+        }
         s += &format!(
             "kernel: {} context switches, {} migrations, {} balance moves, {} mask fallbacks\n",
             self.kernel.context_switches,

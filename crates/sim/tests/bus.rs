@@ -24,6 +24,8 @@ fn machine() -> MachineConfig {
         line_bytes: 64,
         latency_cycles: if level == 1 { 1 } else { 30 },
         scope,
+        write_policy: Default::default(),
+        banks: 0,
     };
     MachineConfig {
         name: "bus-test".into(),
@@ -50,6 +52,7 @@ fn machine() -> MachineConfig {
             remote_latency_cycles: 120,
             store_buffer_entries: 8,
         },
+        prefetch: Default::default(),
     }
 }
 

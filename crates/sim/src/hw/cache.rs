@@ -17,6 +17,8 @@ pub const DIRTY: u8 = 1;
 pub const EXCLUSIVE: u8 = 2;
 /// Line flag: no other core's private cache on this chip holds this block.
 pub const CORE_EXCLUSIVE: u8 = 4;
+/// Line flag: brought in by a prefetcher and not yet used by a demand access.
+pub const PREFETCHED: u8 = 8;
 
 const INVALID: u64 = u64::MAX;
 

@@ -112,6 +112,8 @@ pub struct ContextState {
     pub write: bool,
     /// The pending access depends on the previous dependent load.
     pub dependent: bool,
+    /// Address of the pending access's instruction (for the IP-stride prefetcher).
+    pub pc: u64,
     /// The instruction-cache line of the last fetch (`u64::MAX`: none since the thread
     /// was last switched in).
     pub last_pc_line: u64,
@@ -132,6 +134,7 @@ impl Default for ContextState {
             addr: 0,
             write: false,
             dependent: false,
+            pc: 0,
             last_pc_line: u64::MAX,
             instr: 0,
             misses: VecDeque::new(),

@@ -1,7 +1,8 @@
 //! Machine descriptions: shape, caches and timing; the built-in presets of the papers'
 //! machines.
 
-use cachesched_core::topology::{CacheSpec, Topology, TopologyError};
+use crate::hw::prefetch::PrefetchConfig;
+use cachesched_core::topology::{CacheSpec, Topology, TopologyError, WritePolicy};
 use cachesched_core::{CacheKind, CacheScope};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -101,6 +102,9 @@ pub struct MachineConfig {
     pub caches: Vec<CacheSpec>,
     /// Memory timing.
     pub memory: MemoryModel,
+    /// Hardware data prefetchers (default: none).
+    #[serde(default)]
+    pub prefetch: PrefetchConfig,
 }
 
 /// Errors building a machine.
@@ -170,6 +174,8 @@ fn c(
         line_bytes: line,
         latency_cycles: lat,
         scope,
+        write_policy: WritePolicy::WriteBack,
+        banks: 0,
     }
 }
 
@@ -217,10 +223,16 @@ impl MachineConfig {
             core,
             caches,
             memory,
+            prefetch: PrefetchConfig::default(),
         };
         // UltraSPARC T1 L1s ([OST1-UA] §1.3.1.1, §2.4.3); load-to-use 3 cycles (AnandTech
-        // lmbench of a 1 GHz T1)
-        let niagara_l1 = || vec![c(1, I, 16, 4, 32, 1, Core), c(1, D, 8, 4, 16, 3, Core)];
+        // lmbench of a 1 GHz T1); the L1D is write-through, no-write-allocate ("Stores
+        // do not allocate", [OST1-UA] §2.4.3)
+        let t1_l1d = || CacheSpec {
+            write_policy: WritePolicy::WriteThrough,
+            ..c(1, D, 8, 4, 16, 3, Core)
+        };
+        let niagara_l1 = || vec![c(1, I, 16, 4, 32, 1, Core), t1_l1d()];
         // T1 memory: 107.5 ns load-to-use (AnandTech lmbench, 980 MHz part) = 107 cycles
         // at 992 MHz, less the 3-cycle L1 hit the base CPI holds and the 64-byte bus
         // transfer the engine adds: the DRAM latency in cycles for a bus of `bw` B/cycle
@@ -231,14 +243,22 @@ impl MachineConfig {
             // quarter of the L2 (768 KB, one bank), so a quarter of the bandwidth: 6.25
             // GB/s = 6.30 B/cycle at 992 MHz. L2 hit 23 cycles for a data access
             // ([OST1-UA] p. 1-10).
+            // Each L2 bank is an 8-stage pipeline taking a request per cycle, two for
+            // an instruction fill ([OST1-UA] §4.1.3.2); 768 KB is one bank.
             "niagara-2c" => {
                 let mut caches = niagara_l1();
-                caches.push(c(2, U, 768, 12, 64, 23, Chip));
+                caches.push(CacheSpec {
+                    banks: 1,
+                    ..c(2, U, 768, 12, 64, 23, Chip)
+                });
                 m(992, 1, 2, 4, inorder, caches, mem(t1_mem(6.30), 6.30, 120))
             }
             "niagara-8c" => {
                 let mut caches = niagara_l1();
-                caches.push(c(2, U, 3072, 12, 64, 23, Chip));
+                caches.push(CacheSpec {
+                    banks: 4,
+                    ..c(2, U, 3072, 12, 64, 23, Chip)
+                });
                 // 25 GB/s = 25.2 B/cycle at 992 MHz
                 m(992, 1, 8, 4, inorder, caches, mem(t1_mem(25.2), 25.2, 120))
             }
@@ -250,8 +270,12 @@ impl MachineConfig {
                 niagara(CoreKind::Single),
                 vec![
                     c(1, I, 16, 4, 32, 1, Core),
-                    c(1, D, 8, 4, 16, 3, Core),
-                    c(2, U, 256, 8, 64, 23, Chip),
+                    t1_l1d(),
+                    // paper 2 Table 1: "four-way banked"
+                    CacheSpec {
+                        banks: 4,
+                        ..c(2, U, 256, 8, 64, 23, Chip)
+                    },
                 ],
                 // paper 2 Table 1: 4 GB/s at 992 MHz ≈ 4.03 bytes per cycle; T1 latencies
                 mem(t1_mem(4.03), 4.03, 120),
@@ -282,7 +306,12 @@ impl MachineConfig {
                     // L1I and a 32 KB L1D; the preset is the paper's machine)
                     c(1, I, 64, 4, 128, 1, Core),
                     c(1, D, 64, 4, 128, 2, Core),
-                    c(2, U, 1920, 10, 128, 14, Chip),
+                    // three slices with their own controllers (IBM Redpaper on the
+                    // p5 570, §2.1)
+                    CacheSpec {
+                        banks: 3,
+                        ..c(2, U, 1920, 10, 128, 14, Chip)
+                    },
                     c(3, U, 36 * 1024, 12, 256, 90, Chip),
                 ],
                 mem(310, 8.0, 160),
@@ -351,6 +380,25 @@ impl MachineConfig {
             ),
             _ => return Err(MachineError::UnknownPreset(name.to_string())),
         };
+        let mut cfg = cfg;
+        cfg.prefetch = match name {
+            // Intel Core and Sandy Bridge: L1D next-line and IP-stride prefetchers, L2
+            // streamer (Intel Optimization Reference Manual, "Data Prefetching"; the
+            // affinity paper credits Clovertown's "aggressive prefetching", §2)
+            "clovertown-2x2" | "clovertown-ump" | "xeon-e5-16m" | "xeon-e5-16m-2c" | "core2-4m" => {
+                PrefetchConfig::intel_core()
+            }
+            // POWER5: a hardware stream prefetcher of 8 streams into the L1D and L2
+            // (Sinharoy et al., IBM JRD 49(4/5) 2005; secondary sources only)
+            "power5-2x2x2" => PrefetchConfig {
+                l1_next_line: true,
+                l2_streamer: true,
+                ..PrefetchConfig::default()
+            },
+            // UltraSPARC T1: no hardware data prefetcher ([OST1-UA] describes none;
+            // its threads hide latency instead)
+            _ => PrefetchConfig::default(),
+        };
         cfg.validate()?;
         Ok(cfg)
     }
@@ -391,6 +439,9 @@ impl MachineConfig {
         }
         if !(self.memory.bus_bytes_per_cycle > 0.0) {
             return Err(bad("memory.bus_bytes_per_cycle must be positive".into()));
+        }
+        if self.prefetch.l2_degree == 0 || self.prefetch.l2_degree > 16 {
+            return Err(bad("prefetch.l2_degree must be between 1 and 16".into()));
         }
         if self.memory.store_buffer_entries == 0 {
             return Err(bad("memory.store_buffer_entries must be at least 1".into()));
@@ -455,6 +506,8 @@ impl MachineConfig {
                     [0, 4, 14, 40, 60][l.level.min(4) as usize]
                 },
                 scope: l.scope,
+                write_policy: l.write_policy,
+                banks: l.banks,
             })
             .collect();
         let cfg = MachineConfig {
@@ -483,6 +536,8 @@ impl MachineConfig {
                 remote_latency_cycles: 150,
                 store_buffer_entries: 16,
             },
+            // a host of today: the Intel Core kind's prefetchers
+            prefetch: PrefetchConfig::intel_core(),
         };
         if cfg.chips * cfg.cores_per_chip * cfg.threads_per_core != t.nr_cpus() as u32 {
             return Err(MachineError::Invalid {

@@ -3,7 +3,8 @@
 //!
 //! - **Hierarchy.** A data access walks the data/unified levels innermost first and
 //!   stops at the first hit; every level it missed is filled (write-allocate, neither
-//!   inclusive nor exclusive). An instruction fetch walks the instruction/unified levels.
+//!   inclusive nor exclusive), except that a store to a write-through first level
+//!   (the T1's L1D) goes on to the next level and fills nothing there. An instruction fetch walks the instruction/unified levels.
 //! - **Coherence.** Two line flags keep writes coherent without probing on every write:
 //!   [`EXCLUSIVE`] (no other chip holds the block) and [`CORE_EXCLUSIVE`] (no other core's
 //!   private cache on this chip holds it). A miss that reaches a shared level probes the
@@ -15,9 +16,14 @@
 //! - **Memory.** DRAM latency plus a bandwidth-limited bus shared by the whole machine:
 //!   each line transfer (fill or dirty write-back from the last level) occupies the bus;
 //!   requests queue behind it.
+//! - **Prefetchers** ([`crate::hw::prefetch`]): after a demand access, the machine's
+//!   prefetchers may fetch more lines into the L1D or the L2 the same way (reading
+//!   only, never across chips), marked with their arrival time.
 
-use crate::hw::cache::{Cache, CacheGeometry, CORE_EXCLUSIVE, DIRTY, EXCLUSIVE};
+use crate::hw::cache::{Cache, CacheGeometry, CORE_EXCLUSIVE, DIRTY, EXCLUSIVE, PREFETCHED};
 use crate::hw::machine::{MachineConfig, MachineError};
+use crate::hw::prefetch::{same_page, PrefetchConfig, PrefetchStats, Prefetcher};
+use cachesched_core::topology::WritePolicy;
 use cachesched_core::{CacheKind, CacheScope, Counters, Topology};
 
 /// Where an access was served.
@@ -82,6 +88,10 @@ struct PathLevel {
     private: bool,
     counts_l2: bool,
     counts_llc: bool,
+    /// Banks of this instance (0: not modelled).
+    banks: u32,
+    /// Where this instance's banks start in [`MemorySystem::bank_free`].
+    bank_base: usize,
 }
 
 /// All caches, paths, coherence state and the bus. See the [module documentation](self).
@@ -104,6 +114,20 @@ pub struct MemorySystem {
     bus_free: f64,
     /// The bus's statistics so far.
     pub bus: BusStats,
+    /// Which prefetchers the cores have.
+    prefetch: PrefetchConfig,
+    /// Per CPU: its prefetchers' state (empty without prefetchers).
+    prefetchers: Vec<Prefetcher>,
+    /// Per CPU: the index of its level-2 cache in its data path.
+    l2_index: Vec<Option<usize>>,
+    /// The prefetchers' counts so far.
+    pub prefetches: PrefetchStats,
+    /// The first data level is write-through, no-write-allocate.
+    l1_write_through: bool,
+    /// Per bank of every banked cache instance: the cycle it takes its next request.
+    bank_free: Vec<u64>,
+    /// Cycles requests waited for a busy cache bank so far.
+    pub bank_wait_cycles: u64,
     /// Number of invalidations sent to other caches.
     pub invalidations: u64,
 }
@@ -137,6 +161,13 @@ impl MemorySystem {
             }
             l.instances[inst].first().map(|c| topo.cpus[c.index()].chip)
         };
+        // banks of every instance of every banked level, laid out level by level
+        let mut bank_bases = Vec::new();
+        let mut nbanks = 0usize;
+        for l in &topo.caches {
+            bank_bases.push(nbanks);
+            nbanks += l.banks as usize * l.instances.len();
+        }
         let mut dpath = Vec::new();
         let mut ipath = Vec::new();
         let mut siblings = Vec::new();
@@ -149,6 +180,9 @@ impl MemorySystem {
                     .enumerate()
                     .filter(|(_, l)| want(l.kind))
                     .map(|(i, l)| PathLevel {
+                        banks: l.banks,
+                        bank_base: bank_bases[i]
+                            + topo.cache_instance(i, cpu.id) * l.banks as usize,
                         level: i,
                         source: match l.level {
                             0 | 1 => ServedBy::L1,
@@ -193,7 +227,27 @@ impl MemorySystem {
         }
         let coherent = siblings.iter().chain(remote.iter()).any(|v| !v.is_empty());
         let line = topo.llc().map(|i| topo.caches[i].line_bytes).unwrap_or(64) as f64;
+        let l2_index = dpath
+            .iter()
+            .map(|p: &Vec<PathLevel>| p.iter().position(|pl| pl.counts_l2))
+            .collect();
+        let prefetchers = if machine.prefetch.any() {
+            vec![Prefetcher::default(); topo.cpus.len()]
+        } else {
+            Vec::new()
+        };
+        let l1_write_through = dpath
+            .first()
+            .and_then(|p: &Vec<PathLevel>| p.first())
+            .is_some_and(|pl| topo.caches[pl.level].write_policy == WritePolicy::WriteThrough);
         Ok(MemorySystem {
+            bank_free: vec![0; nbanks],
+            bank_wait_cycles: 0,
+            l1_write_through,
+            prefetch: machine.prefetch,
+            prefetchers,
+            l2_index,
+            prefetches: PrefetchStats::default(),
             llc,
             caches,
             shifts,
@@ -236,6 +290,18 @@ impl MemorySystem {
         self.bus.wait_cycles += start - now as f64;
         self.bus.transfers += 1;
         (start - now as f64 + self.transfer_cycles).ceil() as u32
+    }
+
+    /// A request at `now` to the bank of `pl`'s instance that holds `addr`, occupying
+    /// it `occupancy` cycles: the cycles it waits for the bank.
+    #[inline]
+    fn bank(&mut self, pl: PathLevel, addr: u64, now: u64, occupancy: u64) -> u32 {
+        let b = pl.bank_base + ((addr >> pl.shift) % pl.banks as u64) as usize;
+        let start = self.bank_free[b].max(now);
+        self.bank_free[b] = start + occupancy;
+        let wait = start - now;
+        self.bank_wait_cycles += wait;
+        wait as u32
     }
 
     /// Probes `targets` for the block containing `addr`; if `invalidate`, removes the
@@ -298,14 +364,16 @@ impl MemorySystem {
         }
     }
 
-    /// A data access by `owner` on `cpu` at cycle `now`; updates `ctr` (references and
-    /// misses per level, remote accesses).
+    /// A data access by `owner` on `cpu` at cycle `now`, made by the instruction at
+    /// `pc`; updates `ctr` (references and misses per level, remote accesses).
+    #[allow(clippy::too_many_arguments)] // the hot path passes scalars, not a struct
     #[inline]
     pub fn data_access(
         &mut self,
         cpu: usize,
         owner: u32,
         addr: u64,
+        pc: u64,
         write: bool,
         now: u64,
         ctr: &mut Counters,
@@ -313,10 +381,29 @@ impl MemorySystem {
         let npath = self.dpath[cpu].len();
         let wflag = if write { DIRTY } else { 0 };
         let mut hit: Option<(usize, u8)> = None;
-        for i in 0..npath {
+        // a store to a write-through, no-write-allocate L1D updates the line if it is
+        // there (it stays clean) and is performed at the next level either way
+        let first = if write && self.l1_write_through {
+            let pl = self.dpath[cpu][0];
+            ctr.l1d_refs += 1;
+            if self.caches[pl.level][pl.instance]
+                .lookup(addr >> pl.shift, 0)
+                .is_none()
+            {
+                ctr.l1d_misses += 1;
+            }
+            1
+        } else {
+            0
+        };
+        let mut bank_wait = 0;
+        for i in first..npath {
             let pl = self.dpath[cpu][i];
             if i == 0 {
                 ctr.l1d_refs += 1;
+            }
+            if pl.banks > 0 {
+                bank_wait += self.bank(pl, addr, now, 1);
             }
             ctr.l2_refs += pl.counts_l2 as u64;
             ctr.llc_refs += pl.counts_llc as u64;
@@ -377,7 +464,8 @@ impl MemorySystem {
         if source == ServedBy::Dram {
             stall = self.mem_latency + self.bus_transfer(now);
         }
-        for i in (0..fill_upto).rev() {
+        stall += bank_wait;
+        for i in (first..fill_upto).rev() {
             self.fill(cpu, i, owner, addr, excl | wflag, true, now);
         }
         if let Some((k, f)) = hit {
@@ -390,10 +478,137 @@ impl MemorySystem {
                 );
             }
         }
+        if !self.prefetchers.is_empty() {
+            if let Some((k, f)) = hit {
+                if f & PREFETCHED != 0 {
+                    stall = stall.max(self.prefetched_found(cpu, k, addr, now));
+                }
+            }
+            self.train(cpu, owner, addr, pc, write, hit.map(|(k, _)| k), now);
+        }
         AccessOutcome {
             stall_cycles: stall,
             source,
         }
+    }
+
+    /// A demand access found the prefetched line holding `addr` at path level `k` of
+    /// `cpu`: the mark is cleared and the cycles until the line arrives returned (0 if
+    /// it has).
+    #[cold]
+    fn prefetched_found(&mut self, cpu: usize, k: usize, addr: u64, now: u64) -> u32 {
+        let pl = self.dpath[cpu][k];
+        self.caches[pl.level][pl.instance].update_flags(addr >> pl.shift, 0, PREFETCHED);
+        let at = self.prefetchers[cpu].arrival(addr, pl.shift);
+        if at > now {
+            self.prefetches.late += 1;
+            (at - now) as u32
+        } else {
+            self.prefetches.useful += 1;
+            0
+        }
+    }
+
+    /// Shows the prefetchers of `cpu` a demand access by `owner` to `addr` by the
+    /// instruction at `pc` that hit at path level `hit` (`None`: missed every cache)
+    /// and issues what they ask for (on `owner`'s behalf).
+    #[allow(clippy::too_many_arguments)]
+    fn train(
+        &mut self,
+        cpu: usize,
+        owner: u32,
+        addr: u64,
+        pc: u64,
+        write: bool,
+        hit: Option<usize>,
+        now: u64,
+    ) {
+        let cfg = self.prefetch;
+        if cfg.l1_next_line {
+            let shift = self.dpath[cpu][0].shift;
+            if let Some(a) = self.prefetchers[cpu].next_line(addr, shift) {
+                self.prefetch_line(cpu, owner, a, 0, now);
+            }
+        }
+        if cfg.l1_ip_stride && !write {
+            if let Some(a) = self.prefetchers[cpu].ip_stride(pc, addr) {
+                self.prefetch_line(cpu, owner, a, 0, now);
+            }
+        }
+        if cfg.l2_streamer && hit != Some(0) {
+            self.stream_train(cpu, owner, addr, now);
+        }
+    }
+
+    /// The L2 streamer of `cpu` sees the L1D ask the L2 for the line holding `addr`
+    /// (a demand miss or an L1 prefetch) and fetches the lines it asks for into the
+    /// L2.
+    fn stream_train(&mut self, cpu: usize, owner: u32, addr: u64, now: u64) {
+        let Some(l2) = self.l2_index[cpu] else {
+            return;
+        };
+        let shift = self.dpath[cpu][l2].shift;
+        let degree = self.prefetch.l2_degree;
+        if let Some((first, dir, n)) =
+            self.prefetchers[cpu].stream(addr >> shift, 1 << shift, degree)
+        {
+            let base = addr >> shift << shift;
+            for k in 0..n as i64 {
+                let line = first as i64 + dir * k;
+                match same_page(base, (line << shift) - base as i64) {
+                    Some(a) => self.prefetch_line(cpu, owner, a, l2, now),
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// Fetches the line holding `addr` into path level `target` of `cpu` (and the
+    /// levels between it and where the line is), unless it is there already; on a
+    /// machine with other chips, never a line another chip holds. The line is marked
+    /// [`PREFETCHED`] with its arrival time and belongs to `owner`.
+    fn prefetch_line(&mut self, cpu: usize, owner: u32, addr: u64, target: usize, now: u64) {
+        let npath = self.dpath[cpu].len();
+        let t = self.dpath[cpu][target];
+        if self.caches[t.level][t.instance].contains(addr >> t.shift) {
+            return;
+        }
+        if target == 0 && self.prefetch.l2_streamer {
+            // the L1's request is an L2 lookup the streamer sees
+            self.stream_train(cpu, owner, addr, now);
+        }
+        let mut from = npath;
+        let mut ready = 0;
+        for j in target + 1..npath {
+            let pl = self.dpath[cpu][j];
+            if let Some(f) = self.caches[pl.level][pl.instance].flags(addr >> pl.shift) {
+                from = j;
+                ready = now + pl.latency as u64;
+                if f & PREFETCHED != 0 {
+                    // still on its way there, perhaps
+                    ready = ready.max(self.prefetchers[cpu].arrival(addr, pl.shift));
+                }
+                break;
+            }
+        }
+        let mut excl = EXCLUSIVE | CORE_EXCLUSIVE;
+        if self.coherent {
+            if from == npath && self.probe(|m| &m.remote, cpu, addr, false, EXCLUSIVE) {
+                return;
+            }
+            if self.probe(|m| &m.siblings, cpu, addr, false, CORE_EXCLUSIVE) {
+                excl &= !CORE_EXCLUSIVE;
+            }
+        }
+        if from == npath {
+            ready = now + (self.mem_latency + self.bus_transfer(now)) as u64;
+        }
+        for j in (target..from).rev() {
+            let flags = if j == target { excl | PREFETCHED } else { excl };
+            self.fill(cpu, j, owner, addr, flags, true, now);
+        }
+        self.prefetchers[cpu].record(addr, t.shift, ready);
+        self.prefetches.issued += 1;
     }
 
     /// An instruction fetch of the line holding `addr`.
@@ -407,10 +622,14 @@ impl MemorySystem {
         ctr: &mut Counters,
     ) -> AccessOutcome {
         let npath = self.ipath[cpu].len();
+        let mut bank_wait = 0;
         for i in 0..npath {
             let pl = self.ipath[cpu][i];
             if i == 0 {
                 ctr.l1i_refs += 1;
+            }
+            if pl.banks > 0 {
+                bank_wait += self.bank(pl, addr, now, 2);
             }
             ctr.l2_refs += pl.counts_l2 as u64;
             ctr.llc_refs += pl.counts_llc as u64;
@@ -422,7 +641,7 @@ impl MemorySystem {
                     self.fill(cpu, j, owner, addr, 0, false, now);
                 }
                 return AccessOutcome {
-                    stall_cycles: if i == 0 { 0 } else { pl.latency },
+                    stall_cycles: if i == 0 { 0 } else { pl.latency + bank_wait },
                     source: pl.source,
                 };
             }
@@ -432,7 +651,7 @@ impl MemorySystem {
             ctr.l2_misses += pl.counts_l2 as u64;
             ctr.llc_misses += pl.counts_llc as u64;
         }
-        let stall = self.mem_latency + self.bus_transfer(now);
+        let stall = self.mem_latency + self.bus_transfer(now) + bank_wait;
         for j in (0..npath).rev() {
             self.fill(cpu, j, owner, addr, 0, false, now);
         }
@@ -494,6 +713,7 @@ impl MemorySystem {
 mod tests {
     use super::*;
     use crate::hw::machine::MachineConfig;
+    use crate::hw::prefetch::PrefetchConfig;
 
     fn sys(name: &str) -> (MemorySystem, Topology) {
         let m = MachineConfig::preset(name).unwrap();
@@ -505,7 +725,7 @@ mod tests {
     fn hits_after_fill_and_l2_serves_l1_misses() {
         let (mut m, _) = sys("t1-dual");
         let mut c = Counters::default();
-        let a = m.data_access(0, 1, 0x10_000, false, 0, &mut c);
+        let a = m.data_access(0, 1, 0x10_000, 0, false, 0, &mut c);
         assert_eq!(a.source, ServedBy::Dram);
         // the DRAM latency plus a 64-byte transfer at 4.03 B/cycle
         let dram = MachineConfig::preset("t1-dual")
@@ -523,7 +743,7 @@ mod tests {
             ),
             (1, 1, 1, 1, 1)
         );
-        let b = m.data_access(0, 1, 0x10_004, false, 1000, &mut c);
+        let b = m.data_access(0, 1, 0x10_004, 0, false, 1000, &mut c);
         assert_eq!(
             b,
             AccessOutcome {
@@ -532,7 +752,7 @@ mod tests {
             }
         );
         // the other core misses its L1 but hits the shared L2
-        let d = m.data_access(1, 2, 0x10_000, false, 2000, &mut c);
+        let d = m.data_access(1, 2, 0x10_000, 0, false, 2000, &mut c);
         assert_eq!(d.source, ServedBy::L2);
         assert_eq!(d.stall_cycles, 23);
     }
@@ -541,16 +761,16 @@ mod tests {
     fn writes_invalidate_other_cores_private_copies() {
         let (mut m, _) = sys("t1-dual");
         let mut c = Counters::default();
-        m.data_access(0, 1, 0x4000, false, 0, &mut c);
-        m.data_access(1, 2, 0x4000, false, 0, &mut c);
+        m.data_access(0, 1, 0x4000, 0, false, 0, &mut c);
+        m.data_access(1, 2, 0x4000, 0, false, 0, &mut c);
         assert!(m.cache(1, 1).contains(0x4000 >> 4));
-        m.data_access(0, 1, 0x4000, true, 0, &mut c);
+        m.data_access(0, 1, 0x4000, 0, true, 0, &mut c);
         assert!(
             !m.cache(1, 1).contains(0x4000 >> 4),
             "core 1's L1D copy must be invalidated"
         );
         // core 1 reads again: L1 miss, served by the shared L2
-        let r = m.data_access(1, 2, 0x4000, false, 0, &mut c);
+        let r = m.data_access(1, 2, 0x4000, 0, false, 0, &mut c);
         assert_eq!(r.source, ServedBy::L2);
     }
 
@@ -560,14 +780,14 @@ mod tests {
         let far = t.chip_cpus(1).first().unwrap().index();
         let mut c0 = Counters::default();
         let mut c1 = Counters::default();
-        m.data_access(0, 1, 0x8000, true, 0, &mut c0);
-        let r = m.data_access(far, 2, 0x8000, false, 100, &mut c1);
+        m.data_access(0, 1, 0x8000, 0, true, 0, &mut c0);
+        let r = m.data_access(far, 2, 0x8000, 0, false, 100, &mut c1);
         assert_eq!(r.source, ServedBy::Remote);
         assert_eq!(r.stall_cycles, 160);
         assert_eq!(c1.remote_accesses, 1);
         // chip 1 now holds a shared copy; a write there invalidates chip 0's copies: an
         // upgrade across chips, counted and timed as remote
-        let up = m.data_access(far, 2, 0x8000, true, 200, &mut c1);
+        let up = m.data_access(far, 2, 0x8000, 0, true, 200, &mut c1);
         assert_eq!(up.source, ServedBy::Remote);
         assert_eq!(
             up.stall_cycles, 160,
@@ -575,15 +795,15 @@ mod tests {
         );
         assert_eq!(c1.remote_accesses, 2);
         // writing again finds the line exclusive: a plain local hit
-        let again_w = m.data_access(far, 2, 0x8000, true, 250, &mut c1);
+        let again_w = m.data_access(far, 2, 0x8000, 0, true, 250, &mut c1);
         assert_eq!(again_w.source, ServedBy::L1);
         assert_eq!(c1.remote_accesses, 2);
-        let again = m.data_access(0, 1, 0x8000, false, 300, &mut c0);
+        let again = m.data_access(0, 1, 0x8000, 0, false, 300, &mut c0);
         assert_eq!(again.source, ServedBy::Remote);
         assert_eq!(c0.remote_accesses, 1);
         assert!(m.invalidations >= 3);
         // a private line of chip 0 never goes remote
-        let p = m.data_access(0, 1, 0x9_0000, false, 400, &mut c0);
+        let p = m.data_access(0, 1, 0x9_0000, 0, false, 400, &mut c0);
         assert_eq!(p.source, ServedBy::Dram);
     }
 
@@ -594,11 +814,123 @@ mod tests {
         let mut stalls = Vec::new();
         for i in 0..20u64 {
             stalls.push(
-                m.data_access(0, 1, 0x100_0000 + i * 4096, false, 0, &mut c)
+                m.data_access(0, 1, 0x100_0000 + i * 4096, 0, false, 0, &mut c)
                     .stall_cycles,
             );
         }
         assert!(stalls[19] > stalls[0] + 100, "{stalls:?}");
         assert_eq!(m.bus.transfers, 20);
+    }
+
+    /// Total stall cycles, L1D misses and prefetch counts of `n` loads by one
+    /// instruction on CPU 0 of clovertown-2x2, `step(i)` giving the i-th address, one
+    /// load every 10 cycles, with or without the preset's prefetchers.
+    fn stream_cost(
+        prefetch: bool,
+        n: u64,
+        step: impl Fn(u64) -> u64,
+    ) -> (u64, u64, PrefetchStats, u64) {
+        let mut mc = MachineConfig::preset("clovertown-2x2").unwrap();
+        if !prefetch {
+            mc.prefetch = PrefetchConfig::default();
+        }
+        let t = mc.topology().unwrap();
+        let mut m = MemorySystem::new(&mc, &t).unwrap();
+        let mut c = Counters::default();
+        let mut now = 0;
+        let mut stall = 0;
+        for i in 0..n {
+            let a = m.data_access(0, 1, step(i), 0x400, false, now, &mut c);
+            stall += a.stall_cycles as u64;
+            now += 10 + a.stall_cycles as u64;
+        }
+        (stall, c.l1d_misses, m.prefetches, m.bus.transfers)
+    }
+
+    /// A sequential scan: the prefetchers turn nearly every L1D miss into a hit and
+    /// hide most of the memory latency (the streamer runs up to 20 lines ahead), each
+    /// line crossing the bus once; random loads get almost nothing from them.
+    #[test]
+    fn prefetchers_hide_a_sequential_scan_not_random_loads() {
+        let seq = |i: u64| 0x100_0000 + i * 64;
+        let (s_off, m_off, _, b_off) = stream_cost(false, 20_000, seq);
+        let (s_on, m_on, p, b_on) = stream_cost(true, 20_000, seq);
+        assert!(
+            m_on * 20 < m_off,
+            "L1D misses {m_on} with prefetching, {m_off} without"
+        );
+        assert!(
+            s_on * 4 < s_off,
+            "stall {s_on} with prefetching, {s_off} without, {p:?}"
+        );
+        // one L1 and one L2 prefetch per line, each line over the bus once
+        assert!(p.useful + p.late > 18_000 && p.issued < 41_000, "{p:?}");
+        assert!(b_on <= b_off + 100, "bus transfers {b_on} vs {b_off}");
+        // random lines over 256 MB: nearly every prefetch is wasted
+        let rnd = |i: u64| 0x100_0000 + (crate::trace::mrc::hash64(i) % (1 << 22)) * 64;
+        let (r_off, _, _, _) = stream_cost(false, 20_000, rnd);
+        let (r_on, _, p, _) = stream_cost(true, 20_000, rnd);
+        assert!(r_on as f64 > 0.95 * r_off as f64, "{r_on} vs {r_off}");
+        assert!(p.useful + p.late <= p.issued / 20, "{p:?}");
+    }
+
+    /// The T1's L1D is write-through, no-write-allocate: a store that misses leaves
+    /// the L1D as it was and is performed in the L2 (whose line becomes dirty); a store
+    /// that hits keeps the L1D line clean and still waits for the L2. A write-back
+    /// L1D (clovertown) allocates and dirties the line instead.
+    #[test]
+    fn t1_l1d_is_write_through_no_write_allocate() {
+        let (mut m, _) = sys("t1-dual");
+        let (l1d, l2) = (1, 2);
+        let mut c = Counters::default();
+        let line = |a: u64| a >> 4;
+        let st = m.data_access(0, 1, 0x2_0000, 0, true, 0, &mut c);
+        assert_eq!((c.l1d_refs, c.l1d_misses), (1, 1));
+        assert_eq!(st.source, ServedBy::Dram);
+        assert!(!m.cache(l1d, 0).contains(line(0x2_0000)));
+        assert_eq!(
+            m.cache(l2, 0).flags(0x2_0000 >> 6).map(|f| f & DIRTY),
+            Some(DIRTY)
+        );
+        // a load allocates; a store hitting it keeps it clean and goes to the L2
+        let ld = m.data_access(0, 1, 0x2_0000, 0, false, 1000, &mut c);
+        assert_eq!(ld.source, ServedBy::L2);
+        let st = m.data_access(0, 1, 0x2_0008, 0, true, 2000, &mut c);
+        assert_eq!((st.source, st.stall_cycles), (ServedBy::L2, 23));
+        assert_eq!(
+            m.cache(l1d, 0).flags(line(0x2_0000)).map(|f| f & DIRTY),
+            Some(0)
+        );
+        assert_eq!((c.l1d_refs, c.l1d_misses), (3, 2));
+        // write-back, write-allocate
+        let (mut w, _) = sys("clovertown-2x2");
+        let mut c = Counters::default();
+        w.data_access(0, 1, 0x3_0000, 0, true, 0, &mut c);
+        let f = w.cache(1, 0).flags(0x3_0000 >> 6);
+        assert_eq!(f.map(|f| f & DIRTY), Some(DIRTY));
+    }
+
+    /// t1-dual's L2 has four banks, lines interleaved, each taking one request per
+    /// cycle: eight simultaneous L2 hits to one bank queue 0..7 cycles, to four banks
+    /// 0 or 1.
+    #[test]
+    fn l2_banks_queue_simultaneous_requests() {
+        let waits = |stride: u64| {
+            let (mut m, _) = sys("t1-dual");
+            let mut c = Counters::default();
+            for i in 0..8 {
+                m.data_access(0, 1, 0x4_0000 + i * stride, 0, false, 10 * i, &mut c);
+            }
+            let t = 10_000;
+            (0..8)
+                .map(|i| m.data_access(1, 2, 0x4_0000 + i * stride, 0, false, t, &mut c))
+                .map(|a| {
+                    assert_eq!(a.source, ServedBy::L2);
+                    a.stall_cycles - 23
+                })
+                .collect::<Vec<u32>>()
+        };
+        assert_eq!(waits(4 * 64), (0..8).collect::<Vec<u32>>());
+        assert_eq!(waits(64), vec![0, 0, 0, 0, 1, 1, 1, 1]);
     }
 }

@@ -5,3 +5,4 @@ pub mod cache;
 pub mod core;
 pub mod machine;
 pub mod memory;
+pub mod prefetch;
