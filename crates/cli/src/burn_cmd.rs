@@ -2,7 +2,7 @@
 //! to test and benchmark it: N threads that each compute for a while and optionally
 //! sleep, repeatedly, for a given time, then report what the kernel did to them.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use cachesched_linux::procfs;
 use clap::Args;
 use serde::Serialize;
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// with its context switches, migrations and CPU time as the kernel counted them.
 #[derive(Args, Debug)]
 pub struct BurnArgs {
-    /// Threads to run.
+    /// Threads to run, 1 to 4096.
     #[arg(long, value_name = "N", default_value_t = 1)]
     threads: usize,
     /// How long to run, milliseconds.
@@ -78,10 +78,20 @@ fn report(rounds: u64) -> Result<ThreadReport> {
     })
 }
 
+/// Most threads `burn` starts (each has a stack; the kernel's and the user's thread
+/// limits are usually far above this).
+const MAX_BURN_THREADS: usize = 4096;
+
 /// `cachesched burn`.
 pub fn run(a: BurnArgs) -> Result<()> {
     if a.threads == 0 || a.work_us == 0 {
         bail!("--threads and --work-us must be at least 1");
+    }
+    if a.threads > MAX_BURN_THREADS {
+        bail!(
+            "--threads {} is too many: burn starts at most {MAX_BURN_THREADS} threads",
+            a.threads
+        );
     }
     if let Some(c) = a.cpu {
         cachesched_linux::sched::set_affinity(cachesched_linux::process::current_tid(), &[c])?;
@@ -90,14 +100,23 @@ pub fn run(a: BurnArgs) -> Result<()> {
     let work = Duration::from_micros(a.work_us);
     let sleep = Duration::from_micros(a.sleep_us);
     let want = a.report;
-    let handles: Vec<_> = (0..a.threads)
-        .map(|_| {
-            std::thread::spawn(move || {
+    let mut handles = Vec::with_capacity(a.threads);
+    for i in 0..a.threads {
+        let h = std::thread::Builder::new()
+            .spawn(move || {
                 let rounds = spin(work, sleep, until);
                 want.then(|| report(rounds))
             })
-        })
-        .collect();
+            .with_context(|| {
+                format!(
+                    "could not start thread {} of {}: lower --threads or raise the \
+                     process's thread limit (ulimit -u)",
+                    i + 1,
+                    a.threads
+                )
+            })?;
+        handles.push(h);
+    }
     for h in handles {
         if let Some(r) = h.join().expect("burn thread panicked") {
             println!("{}", serde_json::to_string(&r?)?);

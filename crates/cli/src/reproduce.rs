@@ -43,10 +43,20 @@ pub struct CascArgs {
     #[arg(long, value_delimiter = ',', default_value = "48,96,192,384,768,1536")]
     l2_kb: Vec<u64>,
     /// Warm-up before measuring, ms of simulated time: must cover CASC's measurements.
-    #[arg(long, value_name = "MS", default_value_t = 700.0)]
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 700.0,
+        allow_negative_numbers = true
+    )]
     warmup_ms: f64,
     /// Total simulated time per run, ms (the measured window is this minus the warm-up).
-    #[arg(long, value_name = "MS", default_value_t = 1300.0)]
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 1300.0,
+        allow_negative_numbers = true
+    )]
     duration_ms: f64,
 }
 

@@ -36,10 +36,10 @@ pub struct SimulateArgs {
     #[arg(long)]
     affinity_oblivious: bool,
     /// Simulated duration in milliseconds.
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     duration_ms: Option<f64>,
     /// Warm-up in milliseconds, excluded from the results.
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     warmup_ms: Option<f64>,
     /// The seed that drives everything.
     #[arg(long)]

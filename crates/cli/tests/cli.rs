@@ -86,6 +86,16 @@ fn bad_input_gets_clear_errors() {
     assert!(run_err(&["simulate", "--machine=nosuch"]).contains("nosuch"));
     assert!(run_err(&["simulate", "--mix=large:x"]).contains("count"));
     assert!(run_err(&["simulate", "--baseline=fifo"]).contains("cfs, ts, fx or rr"));
+    // values, not only keys: counts, sizes, durations and policy parameters have ranges
+    for mix in ["art:0", "art:99999999999", "art:4294967295"] {
+        let e = run_err(&["simulate", &format!("--mix={mix}")]);
+        assert!(e.contains("from 1 to 4096"), "{mix}: {e}");
+    }
+    assert!(run_err(&["simulate", "--mix=art:3000,twolf:2000"]).contains("at most 4096"));
+    assert!(run_err(&["simulate", "--duration-ms", "-5"]).contains("duration_ms"));
+    assert!(run_err(&["simulate", "--policy=timeslice:slice_ms=-3"])
+        .contains("slice_ms must be between 0.1 and 1000"));
+    assert!(run_err(&["burn", "--threads", "100000"]).contains("at most 4096 threads"));
     assert!(run_err(&["simulate", "--policy=nosuch"]).contains("unknown policy"));
     assert!(
         run_err(&["simulate", "--config=/nonexistent.toml"]).contains("cannot read config file")
@@ -98,6 +108,13 @@ fn bad_input_gets_clear_errors() {
     .unwrap();
     let e = run_err(&["simulate", &format!("--config={}", cfg.display())]);
     assert!(e.contains("duration_msec"), "{e}");
+    std::fs::write(
+        &cfg,
+        "machine = \"t1-dual\"\nthreads = [{ profile = \"art\", count = 0 }]\n",
+    )
+    .unwrap();
+    let e = run_err(&["simulate", &format!("--config={}", cfg.display())]);
+    assert!(e.contains("'art' has count 0"), "{e}");
     let sc = d.join("sc.toml");
     std::fs::write(&sc, "name = \"x\"\nmachine = \"t1-dual\"\nthreads = [{ profile = \"small\" }]\nmetrics = [\"nope\"]\n").unwrap();
     assert!(run_err(&["experiment", sc.to_str().unwrap()]).contains("unknown metric 'nope'"));

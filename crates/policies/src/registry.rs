@@ -85,7 +85,8 @@ impl PolicySpec {
         let r = match self {
             PolicySpec::Affinity(c) => c.validate(),
             PolicySpec::Casc(c) => c.validate(),
-            PolicySpec::Demo(_) | PolicySpec::Timeslice(_) => Ok(()),
+            PolicySpec::Timeslice(c) => c.validate(),
+            PolicySpec::Demo(_) => Ok(()),
         };
         r.map_err(|reason| PolicyError::BadParameters {
             name: self.name().into(),

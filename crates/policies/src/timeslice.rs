@@ -31,16 +31,42 @@ pub enum Mode {
 pub struct TimesliceConfig {
     /// Static or dynamic (default static).
     pub mode: Mode,
-    /// Static slice in ms (default 45, the paper's saturation point for a 16 MB LLC).
+    /// Static slice in ms, 0.1–1000 (default 45, the paper's saturation point for a
+    /// 16 MB LLC).
     pub slice_ms: f64,
-    /// Dynamic: fraction of the LLC a thread should be able to fill per slice (default 0.5).
+    /// Dynamic: fraction of the LLC a thread should be able to fill per slice, above 0
+    /// and at most 1 (default 0.5).
     pub fill_fraction: f64,
-    /// Dynamic: shortest slice, ms (default 4, about the CFS default).
+    /// Dynamic: shortest slice, ms, 0.1–1000 (default 4, about the CFS default).
     pub min_ms: f64,
-    /// Dynamic: longest slice, ms (default 100).
+    /// Dynamic: longest slice, ms, from `min_ms` to 1000 (default 100).
     pub max_ms: f64,
-    /// Dynamic: re-measurement period, ms (default 20).
+    /// Dynamic: re-measurement period, ms, 0.1–10,000 (default 20).
     pub tick_ms: f64,
+}
+
+impl TimesliceConfig {
+    /// Checks every value's range; the error names the key and its range.
+    pub fn validate(&self) -> Result<(), String> {
+        let within = |key: &str, v: f64, lo: f64, hi: f64| {
+            if v >= lo && v <= hi {
+                Ok(())
+            } else {
+                Err(format!("{key} must be between {lo} and {hi} (got {v})"))
+            }
+        };
+        within("slice_ms", self.slice_ms, 0.1, 1000.0)?;
+        within("min_ms", self.min_ms, 0.1, 1000.0)?;
+        within("max_ms", self.max_ms, self.min_ms, 1000.0)?;
+        within("tick_ms", self.tick_ms, 0.1, 10_000.0)?;
+        if !(self.fill_fraction > 0.0 && self.fill_fraction <= 1.0) {
+            return Err(format!(
+                "fill_fraction must be above 0 and at most 1 (got {})",
+                self.fill_fraction
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for TimesliceConfig {

@@ -355,15 +355,22 @@ impl ThreadGroup {
     /// Parses the command-line mix form `name:count,name:count`, where a name is a
     /// profile or the path of a binary trace (ending in `.cst`).
     pub fn parse_mix(s: &str) -> Result<Vec<ThreadGroup>, WorkloadError> {
-        s.split(',')
+        let groups: Vec<ThreadGroup> = s
+            .split(',')
             .filter(|p| !p.trim().is_empty())
             .map(|p| {
                 let (name, n) = p.rsplit_once(':').unwrap_or((p, "1"));
-                let count: u32 = n.trim().parse().map_err(|_| {
+                let range = || {
                     WorkloadError::Invalid(format!(
-                        "'{p}': count must be a positive integer (profile:count)"
+                        "'{p}': the count must be a whole number from 1 to {MAX_THREADS} \
+                         (profile:count)"
                     ))
-                })?;
+                };
+                let count: u64 = n.trim().parse().map_err(|_| range())?;
+                if count == 0 || count > MAX_THREADS as u64 {
+                    return Err(range());
+                }
+                let count = count as u32;
                 let name = name.trim();
                 let mut g = ThreadGroup::of(name, count);
                 if name.ends_with(".cst") {
@@ -378,9 +385,20 @@ impl ThreadGroup {
                 }
                 Ok(g)
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        let total: u64 = groups.iter().map(|g| g.count as u64).sum();
+        if total > MAX_THREADS as u64 {
+            return Err(WorkloadError::Invalid(format!(
+                "the mix has {total} threads; a simulation runs at most {MAX_THREADS}"
+            )));
+        }
+        Ok(groups)
     }
 }
+
+/// Most simulated threads in one run (each keeps its generator, its operation buffer
+/// and its counters, some tens of KiB; checked before anything is allocated).
+pub const MAX_THREADS: u32 = 4096;
 
 impl ThreadGroup {
     /// Number of sharing groups of this thread group.

@@ -129,8 +129,11 @@ pub struct RunResult {
     pub timeline: Vec<TimelinePoint>,
 }
 
+/// Threads listed in [`RunResult::summary`]; the rest are counted.
+pub const SUMMARY_ROWS: usize = 40;
+
 impl RunResult {
-    /// A short human-readable summary.
+    /// A short human-readable summary (at most [`SUMMARY_ROWS`] thread rows).
     pub fn summary(&self) -> String {
         let mut s = format!(
             "seed {}  machine {}  baseline {}  policy {}\n",
@@ -164,7 +167,7 @@ impl RunResult {
             self.kernel.mask_fallbacks
         );
         s += "  thread name            cpu%     IPC   L1D-miss  L2-miss  LLC-MPKI  remote\n";
-        for t in &self.threads {
+        for t in self.threads.iter().take(SUMMARY_ROWS) {
             let c = &t.counters;
             s += &format!(
                 "  {:>6} {:<14} {:>6.1} {:>7.3} {:>9.4} {:>8.4} {:>9.3} {:>7}\n",
@@ -180,6 +183,12 @@ impl RunResult {
                 c.l2_miss_ratio(),
                 c.llc_mpki(),
                 c.remote_accesses
+            );
+        }
+        if self.threads.len() > SUMMARY_ROWS {
+            s += &format!(
+                "  … and {} more threads (every thread is in the JSON result)\n",
+                self.threads.len() - SUMMARY_ROWS
             );
         }
         for (k, v) in &self.policy_stats {
