@@ -15,17 +15,20 @@ pub struct SimulateArgs {
     /// Full run configuration (TOML, the format written beside results).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Machine preset (see `cachesched machines`), `host`, or a machine TOML file.
+    /// Machine preset (see `cachesched machines`), `host`, or a machine TOML file
+    /// [default: niagara-2c, or the config file's].
     #[arg(long, value_name = "PRESET|FILE")]
     machine: Option<String>,
     /// Resize the last-level cache to this many KiB.
     #[arg(long, value_name = "KIB")]
     llc_kb: Option<u64>,
-    /// Workload mix as profile:count,… (see `cachesched workloads`).
+    /// Workload mix as profile:count,… (see `cachesched workloads`); counts 1-4096,
+    /// at most 4096 threads in all [default: large:6,medium:6,small:6, or the config
+    /// file's].
     #[arg(long, value_name = "MIX")]
     mix: Option<String>,
     /// Baseline scheduling class: cfs, ts (Solaris time-sharing), fx (Solaris fixed
-    /// priority) or rr.
+    /// priority) or rr [default: cfs; `reproduce casc` uses ts, as the CASC paper].
     #[arg(long, value_name = "CLASS")]
     baseline: Option<String>,
     /// Policy to run on top of the baseline, as name or name:key=value,…; repeat to
@@ -35,13 +38,14 @@ pub struct SimulateArgs {
     /// Ignore cache affinity in wake-up placement and load balancing.
     #[arg(long)]
     affinity_oblivious: bool,
-    /// Simulated duration in milliseconds.
+    /// Simulated duration in milliseconds [default: 1000].
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     duration_ms: Option<f64>,
-    /// Warm-up in milliseconds, excluded from the results.
+    /// Warm-up in milliseconds, excluded from the results; shorter than the duration
+    /// [default: 0].
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     warmup_ms: Option<f64>,
-    /// The seed that drives everything.
+    /// The seed that drives everything [default: 1].
     #[arg(long)]
     seed: Option<u64>,
     /// Write the full result as JSON to FILE (and the resolved configuration beside it
