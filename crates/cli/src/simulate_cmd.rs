@@ -135,11 +135,42 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     flag
 }
 
+/// One line saying what will run: machine, threads, baseline, policies, durations.
+fn describe(cfg: &SimConfig) -> Result<String> {
+    let machine = cfg.machine.resolve()?;
+    let mut groups = Vec::new();
+    let mut total = 0u64;
+    for g in &cfg.threads {
+        let (_, label) = g.resolve()?;
+        groups.push(format!("{label}:{}", g.count));
+        total += g.count as u64;
+    }
+    let policies = if cfg.policies.is_empty() {
+        "none".to_string()
+    } else {
+        cfg.policies
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join("+")
+    };
+    Ok(format!(
+        "machine {}, {total} threads ({}), baseline {}, policy {}, {} ms simulated, the first {} ms not measured",
+        machine.name,
+        groups.join(","),
+        cfg.kernel.baseline.name(),
+        policies,
+        cfg.duration_ms,
+        cfg.warmup_ms
+    ))
+}
+
 /// `cachesched simulate`.
 pub fn run(a: SimulateArgs) -> Result<i32> {
     let cfg = build_config(&a)?;
     println!("seed {}", cfg.seed);
     let sim = Simulation::new(&cfg, cachesched_sim::build_chain(&cfg))?;
+    println!("{}", describe(&cfg)?);
     let stop = interrupt_flag();
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_style(
@@ -165,7 +196,11 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
     if a.quiet {
         println!("{}", r.summary().lines().nth(1).unwrap_or_default());
     } else {
-        print!("{}", r.summary());
+        // the summary's first line (seed, machine, baseline, policy) was said before
+        // the run
+        for line in r.summary().lines().skip(1) {
+            println!("{line}");
+        }
     }
     eprintln!(
         "simulated {:.1} ms in {wall:.2} s wall: {:.2e} simulated instructions/s",

@@ -46,9 +46,10 @@ fn simulate_is_byte_identical_per_seed_and_writes_resolved_config() {
     let a: Vec<String> = args("a.json", "7");
     let out = run_ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
-        out.starts_with("seed 7\n"),
-        "the seed is printed first: {out}"
+        out.starts_with("seed 7\nmachine t1-dual, "),
+        "the seed is printed first, then the resolved run: {out}"
     );
+    assert_eq!(out.matches("seed 7").count(), 1, "the seed once: {out}");
     run_ok(
         &args("b.json", "7")
             .iter()
