@@ -135,16 +135,14 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     flag
 }
 
-/// One line saying what will run: machine, threads, baseline, policies, durations.
-fn describe(cfg: &SimConfig) -> Result<String> {
-    let machine = cfg.machine.resolve()?;
-    let mut groups = Vec::new();
-    let mut total = 0u64;
-    for g in &cfg.threads {
-        let (_, label) = g.resolve()?;
-        groups.push(format!("{label}:{}", g.count));
-        total += g.count as u64;
-    }
+/// One line saying what will run on `machine`: threads, baseline, policies, durations.
+fn describe(cfg: &SimConfig, machine: &cachesched_sim::MachineConfig) -> String {
+    let groups: Vec<String> = cfg
+        .threads
+        .iter()
+        .map(|g| format!("{}:{}", g.name(), g.count))
+        .collect();
+    let total: u64 = cfg.threads.iter().map(|g| g.count as u64).sum();
     let policies = if cfg.policies.is_empty() {
         "none".to_string()
     } else {
@@ -154,7 +152,7 @@ fn describe(cfg: &SimConfig) -> Result<String> {
             .collect::<Vec<_>>()
             .join("+")
     };
-    Ok(format!(
+    format!(
         "machine {}, {total} threads ({}), baseline {}, policy {}, {} ms simulated, the first {} ms not measured",
         machine.name,
         groups.join(","),
@@ -162,7 +160,7 @@ fn describe(cfg: &SimConfig) -> Result<String> {
         policies,
         cfg.duration_ms,
         cfg.warmup_ms
-    ))
+    )
 }
 
 /// `cachesched simulate`.
@@ -170,7 +168,7 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
     let cfg = build_config(&a)?;
     println!("seed {}", cfg.seed);
     let sim = Simulation::new(&cfg, cachesched_sim::build_chain(&cfg))?;
-    println!("{}", describe(&cfg)?);
+    println!("{}", describe(&cfg, sim.machine()));
     let stop = interrupt_flag();
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_style(

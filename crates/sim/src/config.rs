@@ -265,7 +265,26 @@ impl ThreadGroup {
         }
     }
 
-    /// What the group's threads run, and its label. Trace files are read here.
+    /// The group's label in results: `label` if given, else the profile's name, the
+    /// trace file's stem, "phased" or "custom" (reads nothing).
+    pub fn name(&self) -> String {
+        if let Some(l) = &self.label {
+            return l.clone();
+        }
+        if let Some(path) = &self.trace {
+            return std::path::Path::new(path)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "trace".into());
+        }
+        if !self.phases.is_empty() {
+            return "phased".into();
+        }
+        self.profile.clone().unwrap_or_else(|| "custom".into())
+    }
+
+    /// What the group's threads run, and its label ([`ThreadGroup::name`]). Trace files
+    /// are read here.
     pub fn resolve(&self) -> Result<(Source, String), WorkloadError> {
         let given = [
             self.profile.is_some(),
@@ -300,7 +319,7 @@ impl ThreadGroup {
                 "start_ms must be non-negative".into(),
             ));
         }
-        let (src, name) = if let Some(path) = &self.trace {
+        let src = if let Some(path) = &self.trace {
             let bytes = std::fs::read(path)
                 .map_err(|e| WorkloadError::Invalid(format!("cannot read trace '{path}': {e}")))?;
             crate::trace::TraceThread::validate(&bytes).map_err(|e| {
@@ -314,11 +333,7 @@ impl ThreadGroup {
                     "trace_cpi must be at least 0.25".into(),
                 ));
             }
-            let name = std::path::Path::new(path)
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "trace".into());
-            (Source::Trace(std::sync::Arc::new(bytes), cpi), name)
+            Source::Trace(std::sync::Arc::new(bytes), cpi)
         } else if !self.phases.is_empty() {
             let mut v = Vec::new();
             for ph in &self.phases {
@@ -339,17 +354,16 @@ impl ThreadGroup {
                 }
                 v.push((m, ph.instructions));
             }
-            (Source::Phased(v), "phased".to_string())
+            Source::Phased(v)
         } else if let Some(p) = &self.profile {
-            (Source::Model(profile(p)?), p.clone())
+            Source::Model(profile(p)?)
         } else {
-            let m = self.model.clone().expect("checked above");
-            (Source::Model(m), "custom".to_string())
+            Source::Model(self.model.clone().expect("checked above"))
         };
         if let Source::Model(m) = &src {
             m.validate()?;
         }
-        Ok((src, self.label.clone().unwrap_or(name)))
+        Ok((src, self.name()))
     }
 
     /// Parses the command-line mix form `name:count,name:count`, where a name is a

@@ -321,10 +321,7 @@ impl Simulation {
         if let Some(g) = cfg.threads.iter().find(|g| g.count == 0) {
             return Err(SimError::Config(format!(
                 "thread group '{}' has count 0: give 1 to {}",
-                g.profile
-                    .as_deref()
-                    .or(g.trace.as_deref())
-                    .unwrap_or("(model)"),
+                g.name(),
                 crate::config::MAX_THREADS
             )));
         }
