@@ -168,7 +168,9 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
     let cfg = build_config(&a)?;
     println!("seed {}", cfg.seed);
     let sim = Simulation::new(&cfg, cachesched_sim::build_chain(&cfg))?;
-    println!("{}", describe(&cfg, sim.machine()));
+    if !a.quiet {
+        println!("{}", describe(&cfg, sim.machine()));
+    }
     let stop = interrupt_flag();
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_style(

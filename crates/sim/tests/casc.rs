@@ -133,10 +133,11 @@ fn casc_finds_the_greedy_threads_and_cuts_misses() {
     let cpus_for = |p: f64| caps.iter().filter(|&&m| p < m).count();
     assert!(cpus_for(large) < cpus_for(compute), "caps {caps:?}");
     // at the price of fairness: the confined threads get less of the CPUs. (Whether
-    // that buys throughput depends on the machine: on this mix CASC did +2.8% on the
-    // old niagara-2c bus of 5.0 B/cycle and -1.5% on the corrected 6.30, seed 7; that is
-    // a result for `reproduce casc` to report with intervals, not a property of the
-    // mechanism to assert.)
+    // that buys throughput depends on the machine: on this mix, seed 7, CASC did +2.8%
+    // on the old niagara-2c bus of 5.0 B/cycle, -1.5% on the corrected 6.30 and -0.7%
+    // once the T1's write-through L1D and L2 bank were modelled; that is a result for
+    // `reproduce casc` to report with intervals, not a property of the mechanism to
+    // assert.)
     assert!(casc.cpu_share_cv > base.cpu_share_cv);
 }
 
