@@ -190,7 +190,7 @@ fn late_arrivals_are_measured_and_exits_rebucketize() {
 
 #[test]
 fn a_phase_change_triggers_remeasurement() {
-    // six twolf-like threads turn mcf-like (pointer chasing) after 35 M instructions,
+    // six twolf-like threads turn mcf-like (pointer chasing) after 120 M instructions,
     // well after every PCMR is known
     let mut changing = ThreadGroup::of("twolf", 6);
     changing.profile = None;
@@ -199,7 +199,7 @@ fn a_phase_change_triggers_remeasurement() {
         Phase {
             profile: Some("twolf".into()),
             model: None,
-            instructions: 35_000_000,
+            instructions: 120_000_000,
         },
         Phase {
             profile: Some("mcf".into()),

@@ -264,6 +264,7 @@ fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
         code_layout: cachesched_sim::workload::CodeLayout::Functions,
         stack_fraction: 0.0,
         spatial: 0.0,
+        recent: 0.0,
         run_ms: None,
         sleep_ms: None,
         instructions: None,

@@ -28,6 +28,7 @@ fn model(hot_kb: u64, warm_kb: u64) -> LocalityModel {
         code_layout: cachesched_sim::workload::CodeLayout::Functions,
         stack_fraction: 0.0,
         spatial: 0.0,
+        recent: 0.0,
         run_ms: None,
         sleep_ms: None,
         instructions: None,
