@@ -1,6 +1,6 @@
 //! `cachesched bench`: speed measured side by side with a reference, reported as ratios.
 
-use crate::replay_cmd::{record, replay_file, CgCaches, RecordArgs};
+use crate::replay_cmd::{record_window, replay_file, CgCaches, Window};
 use anyhow::{bail, Context, Result};
 use cachesched_sim::hw::machine::PRESETS;
 use cachesched_sim::{simulate, SimConfig, ThreadGroup};
@@ -324,10 +324,8 @@ fn run_replay(a: ReplayBenchArgs) -> Result<()> {
     let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let trace = dir.join("trace.cst");
-    let (events, bytes) = record(&RecordArgs {
-        out: trace.clone(),
-        command: a.command.clone(),
-    })?;
+    let rec = record_window(&a.command, &[], &trace, Window::ALL)?;
+    let (events, bytes) = (rec.events, rec.bytes);
     println!("program: {}", a.command.join(" "));
     println!("trace: {events} events, {bytes} bytes");
     let mut best_cg = f64::MAX;

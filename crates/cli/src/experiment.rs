@@ -247,13 +247,17 @@ impl Scenario {
     }
 }
 
-/// Loads and validates a scenario file.
+/// Loads and validates a scenario file; real programs it names get their cached traces
+/// (recorded first if missing).
 pub fn load(path: &std::path::Path) -> Result<Scenario> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read scenario file '{}'", path.display()))?;
-    let s: Scenario =
+    let mut s: Scenario =
         toml::from_str(&text).with_context(|| format!("in scenario file '{}'", path.display()))?;
     s.validate()
+        .with_context(|| format!("in scenario file '{}'", path.display()))?;
+    // real programs' traces, recorded on first use
+    crate::real::prepare(&mut s.threads)
         .with_context(|| format!("in scenario file '{}'", path.display()))?;
     Ok(s)
 }

@@ -6,6 +6,7 @@ mod burn_cmd;
 mod experiment;
 mod info_cmd;
 mod mrc_cmd;
+mod real;
 mod replay_cmd;
 mod reproduce;
 mod run_cmd;
@@ -50,6 +51,9 @@ enum Command {
     /// Record program traces.
     #[command(subcommand)]
     Trace(replay_cmd::TraceCommand),
+    /// The real-program suite (`--mix real:NAME`): list it, record its traces.
+    #[command(subcommand)]
+    Real(real::RealCommand),
     /// Run policies on real Linux threads: a launched command, --pid or --cgroup;
     /// everything changed is restored at exit.
     ///
@@ -91,6 +95,7 @@ fn main() {
         Command::Mrc(a) => mrc_cmd::run(a).map(|_| 0),
         Command::Reproduce(c) => reproduce::run(c),
         Command::Trace(c) => replay_cmd::trace(c).map(|_| 0),
+        Command::Real(c) => real::run(c).map(|_| 0),
         Command::Run(a) => run_cmd::run(a),
         Command::Restore(a) => run_cmd::restore(a),
         Command::Burn(a) => burn_cmd::run(a).map(|_| 0),

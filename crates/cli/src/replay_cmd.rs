@@ -5,7 +5,7 @@ use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, LackeyReader, TraceEv
 use cachesched_sim::trace::{replay_binary, replay_binary_slice, TraceWriter, MAGIC};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// Cache options shared by the commands that replay traces.
@@ -74,43 +74,136 @@ pub struct RecordArgs {
     /// Output file.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// Instructions to run before recording starts (start-up, reading the input).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub skip_instructions: u64,
+    /// Instructions to record, then stop the command (default: the whole run).
+    #[arg(long, value_name = "N")]
+    pub instructions: Option<u64>,
     /// The command to trace (its standard output goes to /dev/null).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
-/// Starts `valgrind --tool=lackey` on `cmd` with the trace on a pipe.
-pub fn spawn_lackey(cmd: &[String]) -> Result<Child> {
-    Command::new("valgrind")
-        .args(["-q", "--tool=lackey", "--trace-mem=yes", "--log-fd=2"])
+/// Starts `valgrind --tool=lackey` on `cmd` (with `env` added) with the trace on a pipe
+/// of its own (valgrind's descriptor 3), so that whatever the program writes to its
+/// stderr cannot mix into the trace; returns the child and the pipe.
+pub fn spawn_lackey(cmd: &[String], env: &[(&str, &str)]) -> Result<(Child, std::fs::File)> {
+    let mut c = Command::new("valgrind");
+    c.args(["-q", "--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
         .args(cmd)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
+        .stderr(Stdio::null());
+    cachesched_linux::process::spawn_with_fd3_pipe(&mut c)
         .context("cannot run valgrind: install it (e.g. `apt-get install valgrind`)")
 }
 
-/// Streams the events of lackey running `cmd` into `f`.
-pub fn trace_command(cmd: &[String], mut f: impl FnMut(TraceEvent) -> Result<()>) -> Result<()> {
-    let mut child = spawn_lackey(cmd)?;
-    let err = child.stderr.take().expect("stderr is piped");
-    let mut reader = LackeyReader::new(BufReader::with_capacity(1 << 20, err));
-    let res: Result<()> = (|| {
+/// Streams the events of lackey running `cmd` (with `env` added to its environment)
+/// into `f`, until the command ends or `f` answers `false` (then the command is killed:
+/// a window of its run is all that was wanted).
+pub fn trace_command(
+    cmd: &[String],
+    env: &[(&str, &str)],
+    mut f: impl FnMut(TraceEvent) -> Result<bool>,
+) -> Result<()> {
+    let (mut child, log) = spawn_lackey(cmd, env)?;
+    let mut reader = LackeyReader::new(BufReader::with_capacity(1 << 20, log));
+    let res: Result<bool> = (|| {
         while let Some(ev) = reader.next_event()? {
-            f(ev)?;
+            if !f(ev)? {
+                return Ok(false);
+            }
         }
-        Ok(())
+        Ok(true)
     })();
-    if res.is_err() {
+    if !matches!(res, Ok(true)) {
         let _ = child.kill();
     }
     let status = child.wait()?;
-    res?;
-    if !status.success() {
+    let finished = res?;
+    if finished && !status.success() {
         bail!("traced command exited with {status}");
     }
     Ok(())
+}
+
+/// Which part of a run to record, in instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Instructions executed before recording starts.
+    pub skip: u64,
+    /// Instructions recorded (`u64::MAX`: to the end).
+    pub length: u64,
+}
+
+impl Window {
+    /// The whole run.
+    pub const ALL: Window = Window {
+        skip: 0,
+        length: u64::MAX,
+    };
+}
+
+/// What a recording wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recording {
+    /// Events written.
+    pub events: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Instructions written (less than the window's length if the program ended
+    /// first).
+    pub instructions: u64,
+}
+
+/// Records `cmd`'s events within `window` into a binary trace at `out`, `env` added to
+/// its environment. The command is stopped once the window is recorded.
+pub fn record_window(
+    cmd: &[String],
+    env: &[(&str, &str)],
+    out: &Path,
+    window: Window,
+) -> Result<Recording> {
+    let f =
+        std::fs::File::create(out).with_context(|| format!("cannot create '{}'", out.display()))?;
+    let mut w = TraceWriter::new(BufWriter::new(f))?;
+    let end = window.skip.saturating_add(window.length);
+    let mut instructions = 0u64;
+    let stop = crate::simulate_cmd::interrupt_flag();
+    trace_command(cmd, env, |e| {
+        if let TraceEvent::Instr { .. } = e {
+            instructions += 1;
+            // Ctrl-C or SIGTERM: stop the traced command too, not only ourselves
+            if instructions.is_multiple_of(1 << 20)
+                && stop.load(std::sync::atomic::Ordering::Relaxed)
+            {
+                bail!("interrupted after {instructions} instructions; nothing was kept");
+            }
+            if instructions > end {
+                return Ok(false);
+            }
+        }
+        if instructions > window.skip {
+            w.write(e)?;
+        }
+        Ok(true)
+    })?;
+    if instructions <= window.skip {
+        bail!(
+            "'{}' ended after {instructions} instructions, before the {} to skip",
+            cmd.join(" "),
+            window.skip
+        );
+    }
+    let rec = Recording {
+        events: w.events,
+        bytes: w.bytes,
+        instructions: instructions.min(end) - window.skip,
+    };
+    w.finish()?;
+    Ok(rec)
 }
 
 /// Replays a trace file (binary or lackey text, detected by its first bytes). A binary
@@ -159,9 +252,9 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             path.clone()
         }
         (None, false) => {
-            trace_command(&a.command, |e| {
+            trace_command(&a.command, &[], |e| {
                 sim.event(e);
-                Ok(())
+                Ok(true)
             })?;
             a.command.join(" ")
         }
@@ -173,26 +266,31 @@ pub fn run(a: ReplayArgs) -> Result<()> {
 }
 
 /// `cachesched trace record`.
-pub fn record(a: &RecordArgs) -> Result<(u64, u64)> {
-    let f = std::fs::File::create(&a.out)
-        .with_context(|| format!("cannot create '{}'", a.out.display()))?;
-    let mut w = TraceWriter::new(BufWriter::new(f))?;
-    trace_command(&a.command, |e| Ok(w.write(e)?))?;
-    let (events, bytes) = (w.events, w.bytes);
-    w.finish()?;
-    Ok((events, bytes))
+pub fn record(a: &RecordArgs) -> Result<Recording> {
+    if a.instructions == Some(0) {
+        bail!("--instructions must be at least 1 (leave it out to record the whole run)");
+    }
+    let window = Window {
+        skip: a.skip_instructions,
+        length: a.instructions.unwrap_or(u64::MAX),
+    };
+    record_window(&a.command, &[], &a.out, window).inspect_err(|_| {
+        // a failed or interrupted recording leaves no half-written trace behind
+        let _ = std::fs::remove_file(&a.out);
+    })
 }
 
 /// Dispatches `cachesched trace …`.
 pub fn trace(c: TraceCommand) -> Result<()> {
     match c {
         TraceCommand::Record(a) => {
-            let (events, bytes) = record(&a)?;
+            let r = record(&a)?;
             println!(
-                "wrote {} events in {} bytes ({:.2} bytes/event) to {}",
-                events,
-                bytes,
-                bytes as f64 / events.max(1) as f64,
+                "wrote {} events ({} instructions) in {} bytes ({:.2} bytes/event) to {}",
+                r.events,
+                r.instructions,
+                r.bytes,
+                r.bytes as f64 / r.events.max(1) as f64,
                 a.out.display()
             );
             Ok(())

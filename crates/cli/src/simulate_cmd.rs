@@ -113,6 +113,7 @@ pub fn build_config(a: &SimulateArgs) -> Result<SimConfig> {
     if let Some(s) = a.seed {
         cfg.seed = s;
     }
+    crate::real::prepare(&mut cfg.threads)?;
     Ok(cfg)
 }
 

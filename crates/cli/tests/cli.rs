@@ -314,3 +314,100 @@ fn reproduce_casc_writes_the_table_plots_and_results() {
     let err = run_err(&["reproduce", "casc", "--out", o, "--l2-kb", "768"]);
     assert!(err.contains("at least two L2 sizes"), "{err}");
 }
+
+/// The real-program suite: names in mixes, the cache directory, recording a window of
+/// a run, and a cached trace replayed as threads labelled `real:NAME`. The suite's
+/// own recordings (50 M instructions each) are too long for a test: a small window of
+/// gzip is recorded here with `trace record` and put where the cache keeps gzip's.
+#[test]
+fn real_programs_from_the_trace_cache() {
+    let d = tmp("real");
+    let cache = d.join("cache");
+    let with_cache = |args: &[&str]| {
+        let out = bin()
+            .args(args)
+            .env("CACHESCHED_TRACES", &cache)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, list, _) = with_cache(&["real", "list"]);
+    assert!(ok && list.contains(&cache.display().to_string()), "{list}");
+    for p in ["gzip", "xz", "cc1", "sqlite3", "stockfish", "povray"] {
+        assert!(
+            list.lines().any(|l| l.starts_with(p)),
+            "{p} missing:\n{list}"
+        );
+    }
+    // at least ten programs, between the header lines and the closing hint
+    let rows = list
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.starts_with("use:"))
+        .count();
+    assert!(rows >= 10, "{list}");
+    let (ok, _, err) = with_cache(&["simulate", "--mix", "real:nosuch:2", "--duration-ms", "1"]);
+    assert!(
+        !ok && err.contains("unknown real program 'nosuch'") && err.contains("gzip"),
+        "{err}"
+    );
+    let (ok, _, err) = with_cache(&["simulate", "--mix", "real:", "--duration-ms", "1"]);
+    assert!(!ok && err.contains("name a program after real:"), "{err}");
+
+    // a window: 100,000 instructions skipped, 200,000 recorded, then gzip is stopped
+    let input = d.join("in.txt");
+    std::fs::write(&input, "a few words, again and again. ".repeat(20_000)).unwrap();
+    let trace = d.join("w.cst");
+    let inp = input.to_str().unwrap();
+    run_ok(&[
+        "trace",
+        "record",
+        "--skip-instructions",
+        "100000",
+        "--instructions",
+        "200000",
+        "--out",
+        trace.to_str().unwrap(),
+        "--",
+        "gzip",
+        "-c",
+        inp,
+    ]);
+    let report = run_ok(&["replay", "--trace", trace.to_str().unwrap()]);
+    let irefs: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("summary: "))
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no summary in {report}"));
+    assert_eq!(irefs, 200_000, "{report}");
+
+    // placed where the cache keeps gzip's trace, it is used, not recorded again
+    let (ok, path, _) = with_cache(&["real", "path", "gzip"]);
+    assert!(ok, "{path}");
+    let path = PathBuf::from(path.trim());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::copy(&trace, &path).unwrap();
+    let json = d.join("r.json");
+    let (ok, _, err) = with_cache(&[
+        "simulate",
+        "--machine",
+        "t1-dual",
+        "--mix",
+        "real:gzip:2,small:1",
+        "--duration-ms",
+        "5",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(ok && !err.contains("recording"), "{err}");
+    let r = std::fs::read_to_string(&json).unwrap();
+    assert_eq!(r.matches("\"name\": \"real:gzip\"").count(), 2, "{r}");
+    let resolved = std::fs::read_to_string(d.join("r.json.config.toml")).unwrap();
+    assert!(resolved.contains("real = \"gzip\"") && resolved.contains(path.to_str().unwrap()));
+}

@@ -78,6 +78,43 @@ pub fn exit_code(status: i32) -> i32 {
     }
 }
 
+/// Spawns `cmd` with a pipe on its file descriptor 3 and returns the child with the
+/// pipe's read end: a side channel that the program's own stdout and stderr cannot
+/// mix into (valgrind's `--log-fd=3`).
+pub fn spawn_with_fd3_pipe(
+    cmd: &mut std::process::Command,
+) -> std::io::Result<(std::process::Child, std::fs::File)> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::CommandExt;
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned here alone.
+    let (read, write) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    let w = fds[1];
+    // SAFETY: between fork and exec only dup2 runs, which is async-signal-safe; the
+    // duplicate on 3 has no close-on-exec flag, so the program inherits it.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(w, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn();
+    // the parent's copy of the write end must close, or reading never sees the end
+    drop(write);
+    Ok((child?, read))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

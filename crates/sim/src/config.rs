@@ -209,6 +209,11 @@ pub struct ThreadGroup {
     /// Base CPI of trace threads (default 1).
     #[serde(default)]
     pub trace_cpi: Option<f64>,
+    /// A program of the real-program suite (`cachesched real list`), replayed like a
+    /// trace: the CLI records it into its trace cache on first use and sets `trace` to
+    /// the cached file before the simulation starts (default: none).
+    #[serde(default)]
+    pub real: Option<String>,
     /// Phases: the threads cycle through these models (default: none).
     #[serde(default)]
     pub phases: Vec<Phase>,
@@ -253,6 +258,7 @@ impl ThreadGroup {
             model: None,
             trace: None,
             trace_cpi: None,
+            real: None,
             phases: Vec::new(),
             threads_per_group: None,
             count,
@@ -265,11 +271,15 @@ impl ThreadGroup {
         }
     }
 
-    /// The group's label in results: `label` if given, else the profile's name, the
-    /// trace file's stem, "phased" or "custom" (reads nothing).
+    /// The group's label in results: `label` if given, else the profile's name,
+    /// `real:NAME` for a real program, the trace file's stem, "phased" or "custom"
+    /// (reads nothing).
     pub fn name(&self) -> String {
         if let Some(l) = &self.label {
             return l.clone();
+        }
+        if let Some(r) = &self.real {
+            return format!("{REAL_PREFIX}{r}");
         }
         if let Some(path) = &self.trace {
             return std::path::Path::new(path)
@@ -289,13 +299,20 @@ impl ThreadGroup {
         let given = [
             self.profile.is_some(),
             self.model.is_some(),
-            self.trace.is_some(),
+            self.trace.is_some() || self.real.is_some(),
             !self.phases.is_empty(),
         ];
         if given.iter().filter(|&&g| g).count() != 1 {
             return Err(WorkloadError::Invalid(
-                "a thread group needs exactly one of profile, model, trace or phases".into(),
+                "a thread group needs exactly one of profile, model, trace (or real) or phases"
+                    .into(),
             ));
+        }
+        if let (Some(r), None) = (&self.real, &self.trace) {
+            return Err(WorkloadError::Invalid(format!(
+                "real program '{r}' has no trace yet: the cachesched command records it on \
+                 first use (or run `cachesched real record {r}`)"
+            )));
         }
         if !(-20..=19).contains(&self.nice) {
             return Err(WorkloadError::Invalid(format!(
@@ -367,13 +384,22 @@ impl ThreadGroup {
     }
 
     /// Parses the command-line mix form `name:count,name:count`, where a name is a
-    /// profile or the path of a binary trace (ending in `.cst`).
+    /// profile, `real:PROGRAM` (a program of the real-program suite) or the path of a
+    /// binary trace (ending in `.cst`); a count of 1 may be left out.
     pub fn parse_mix(s: &str) -> Result<Vec<ThreadGroup>, WorkloadError> {
         let groups: Vec<ThreadGroup> = s
             .split(',')
             .filter(|p| !p.trim().is_empty())
             .map(|p| {
-                let (name, n) = p.rsplit_once(':').unwrap_or((p, "1"));
+                let real = p.trim_start().starts_with(REAL_PREFIX);
+                let (name, n) = match p.rsplit_once(':') {
+                    // `real:xz` alone: the colon is the prefix's
+                    Some((name, _)) if real && name.trim() == REAL_PREFIX.trim_end_matches(':') => {
+                        (p, "1")
+                    }
+                    Some(split) => split,
+                    None => (p, "1"),
+                };
                 let range = || {
                     WorkloadError::Invalid(format!(
                         "'{p}': the count must be a whole number from 1 to {MAX_THREADS} \
@@ -387,7 +413,15 @@ impl ThreadGroup {
                 let count = count as u32;
                 let name = name.trim();
                 let mut g = ThreadGroup::of(name, count);
-                if name.ends_with(".cst") {
+                if let Some(program) = name.strip_prefix(REAL_PREFIX) {
+                    if program.is_empty() {
+                        return Err(WorkloadError::Invalid(format!(
+                            "'{p}': name a program after real: (`cachesched real list`)"
+                        )));
+                    }
+                    g.profile = None;
+                    g.real = Some(program.to_string());
+                } else if name.ends_with(".cst") {
                     g.profile = None;
                     g.trace = Some(name.to_string());
                 } else {
@@ -409,6 +443,9 @@ impl ThreadGroup {
         Ok(groups)
     }
 }
+
+/// How a mix names a program of the real-program suite: `real:xz`.
+pub const REAL_PREFIX: &str = "real:";
 
 /// Most simulated threads in one run (each keeps its generator, its operation buffer
 /// and its counters, some tens of KiB; checked before anything is allocated).

@@ -1,0 +1,528 @@
+//! The real-program suite: programs from the distribution's packages, each with a fixed
+//! input and an instruction window, recorded once with valgrind lackey into a trace
+//! cache and replayed as threads like any profile (`--mix real:xz,real:sqlite3:2`,
+//! or `real = "xz"` in a thread group of a scenario).
+//!
+//! The cache is `$CACHESCHED_TRACES`, else `$XDG_CACHE_HOME/cachesched/traces`, else
+//! `~/.cache/cachesched/traces`. A trace's file name carries a hash of its definition
+//! (command, input, window), so changing a definition records it anew instead of
+//! reusing a stale trace; beside each trace a `.json` file says what was recorded,
+//! from which package version, how long it took and how large it is.
+
+use crate::replay_cmd::{record_window, Window};
+use anyhow::{bail, Context, Result};
+use cachesched_core::SimRng;
+use cachesched_sim::ThreadGroup;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// Inputs shipped with the binary; written into the cache next to the traces.
+const FILES: &[(&str, &str)] = &[
+    ("words.pl", include_str!("real/words.pl")),
+    ("work.py", include_str!("real/work.py")),
+    ("bench.lua", include_str!("real/bench.lua")),
+    ("queries.sql", include_str!("real/queries.sql")),
+    ("scene.pov", include_str!("real/scene.pov")),
+    ("transport.mod", include_str!("real/transport.mod")),
+    ("moves.gtp", include_str!("real/moves.gtp")),
+    ("prog.c", include_str!("real/prog.c")),
+];
+
+/// The generated text input: its name and size.
+const TEXT: (&str, usize) = ("text.txt", 4 << 20);
+
+/// Millions of instructions.
+const M: u64 = 1_000_000;
+
+/// One program of the suite.
+#[derive(Debug, Clone, Copy)]
+pub struct Program {
+    /// Name in mixes (`real:NAME`).
+    pub name: &'static str,
+    /// Debian package that provides it.
+    pub package: &'static str,
+    /// What it is and what it does with its input.
+    pub what: &'static str,
+    /// The command; `{dir}` is replaced by the cache directory holding the inputs.
+    /// The first word is looked up on PATH and in /usr/games.
+    pub command: &'static [&'static str],
+    /// Instructions skipped (start-up, reading input) and recorded.
+    pub window: Window,
+    /// Environment added to the program's (fixed hash seeds, so that recordings
+    /// repeat).
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+/// The suite.
+pub const SUITE: &[Program] = &[
+    Program {
+        name: "gzip",
+        package: "gzip",
+        what: "gzip -9 compressing 4 MiB of generated text (32 KB window, hash chains)",
+        command: &["gzip", "-9", "-c", "{dir}/text.txt"],
+        window: Window { skip: 5 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "bzip2",
+        package: "bzip2",
+        what: "bzip2 -9 on the same text (900 KB blocks, Burrows-Wheeler sorting)",
+        command: &["bzip2", "-9", "-c", "{dir}/text.txt"],
+        window: Window { skip: 5 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "xz",
+        package: "xz-utils",
+        what: "xz -9 on the same text (LZMA, 64 MiB dictionary, binary-tree match finder)",
+        command: &["xz", "-9", "-T1", "-c", "{dir}/text.txt"],
+        window: Window { skip: 20 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "zstd",
+        package: "zstd",
+        what: "zstd -3 on the same text (2 MiB window, hash and chain tables; -19 spends its first 70 M instructions zeroing tables)",
+        command: &["zstd", "-3", "-c", "{dir}/text.txt"],
+        window: Window { skip: 20 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "cc1",
+        package: "gcc",
+        what: "gcc's compiler proper, -O2, on a 140-line C file (no headers)",
+        command: &["cc1", "-quiet", "-O2", "{dir}/prog.c", "-o", "/dev/null"],
+        window: Window { skip: 10 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "perl",
+        package: "perl",
+        what: "perl: word frequencies and successor lists of the text (hashes, sorting)",
+        command: &["perl", "{dir}/words.pl", "{dir}/text.txt"],
+        window: Window { skip: 10 * M, length: 50 * M },
+        env: &[("PERL_HASH_SEED", "0"), ("PERL_PERTURB_KEYS", "0")],
+    },
+    Program {
+        name: "python3",
+        package: "python3",
+        what: "CPython: word objects, a bigram dictionary and sorting over the text",
+        command: &["/usr/bin/python3", "{dir}/work.py", "{dir}/text.txt"],
+        window: Window { skip: 40 * M, length: 50 * M },
+        env: &[("PYTHONHASHSEED", "0")],
+    },
+    Program {
+        name: "lua",
+        package: "lua5.4",
+        what: "Lua 5.4: binary trees (allocation, garbage collection), a sieve, strings",
+        command: &["lua5.4", "{dir}/bench.lua"],
+        window: Window { skip: 5 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "sqlite3",
+        package: "sqlite3",
+        what: "SQLite: loads 50,000 customers and 300,000 orders, three indexes, then point lookups, a join and group-bys",
+        command: &["sqlite3", ":memory:", ".read {dir}/queries.sql"],
+        window: Window { skip: 20 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "stockfish",
+        package: "stockfish",
+        what: "Stockfish 15 chess engine: its bench positions to depth 11, 64 MB hash, one thread",
+        command: &["stockfish", "bench", "64", "1", "11"],
+        window: Window { skip: 50 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "gnugo",
+        package: "gnugo",
+        what: "GNU Go: 24 moves of self-play on a 13x13 board at level 6 (pattern matching, reading)",
+        command: &["gnugo", "--mode", "gtp", "--gtp-input", "{dir}/moves.gtp", "--level", "6", "--seed", "1", "--quiet"],
+        window: Window { skip: 20 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "povray",
+        package: "povray",
+        what: "POV-Ray 3.7 ray tracer: 64 spheres, a box and a plane, 320x240, antialiased, one thread",
+        command: &["povray", "-D", "+WT1", "+W320", "+H240", "+A0.3", "+I{dir}/scene.pov", "+O{dir}/scene.png"],
+        window: Window { skip: 30 * M, length: 50 * M },
+        env: &[],
+    },
+    Program {
+        name: "glpsol",
+        package: "glpk-utils",
+        what: "GLPK's simplex solver on a generated 120 x 400 transportation problem",
+        command: &["glpsol", "--math", "{dir}/transport.mod", "--seed", "1"],
+        window: Window { skip: 30 * M, length: 50 * M },
+        env: &[],
+    },
+];
+
+/// The program named `name`.
+pub fn program(name: &str) -> Result<&'static Program> {
+    SUITE.iter().find(|p| p.name == name).with_context(|| {
+        let names: Vec<&str> = SUITE.iter().map(|p| p.name).collect();
+        format!(
+            "unknown real program '{name}': the suite has {} (`cachesched real list`)",
+            names.join(", ")
+        )
+    })
+}
+
+/// The trace cache directory.
+pub fn cache_dir() -> Result<PathBuf> {
+    if let Some(d) = std::env::var_os("CACHESCHED_TRACES").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("cachesched/traces"));
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".cache/cachesched/traces")),
+        None => bail!("no trace cache directory: set CACHESCHED_TRACES (or HOME)"),
+    }
+}
+
+/// FNV-1a, 64 bits.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl Program {
+    /// A hash of everything the trace depends on that this binary decides: command,
+    /// window, environment, and the inputs the command names (the shipped files' text,
+    /// the generated text's size and generator version).
+    fn definition_hash(&self) -> u64 {
+        let mut s = format!(
+            "{:?}|{:?}|{:?}|{:?}|",
+            self.command, self.window, self.env, TEXT
+        );
+        // only the inputs the command names
+        let uses = |file: &str| self.command.iter().any(|a| a.contains(file));
+        for (name, text) in FILES.iter().filter(|(n, _)| uses(n)) {
+            s.push_str(name);
+            s.push_str(text);
+        }
+        if uses(TEXT.0) {
+            s.push_str(TEXT_GENERATOR_VERSION);
+        }
+        fnv(s.as_bytes())
+    }
+
+    /// Where its trace is (or will be) in `dir`.
+    pub fn trace_path(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{}-{:016x}.cst", self.name, self.definition_hash()))
+    }
+
+    /// The command line with `{dir}` filled in and the program found.
+    fn command_line(&self, dir: &Path) -> Result<Vec<String>> {
+        let d = dir.to_string_lossy();
+        let mut cmd: Vec<String> = self
+            .command
+            .iter()
+            .map(|a| a.replace("{dir}", &d))
+            .collect();
+        cmd[0] = find_program(&cmd[0]).with_context(|| {
+            format!(
+                "'{}' is not installed: apt-get install {}",
+                cmd[0], self.package
+            )
+        })?;
+        Ok(cmd)
+    }
+}
+
+/// Bumped whenever [`write_text`] changes what it writes.
+const TEXT_GENERATOR_VERSION: &str = "text-v1";
+
+/// Finds `name` on PATH, in /usr/games, or (for `cc1`) where gcc keeps it.
+fn find_program(name: &str) -> Option<String> {
+    if name.starts_with('/') {
+        return Path::new(name).exists().then(|| name.to_string());
+    }
+    if name == "cc1" {
+        let out = Command::new("gcc")
+            .arg("-print-prog-name=cc1")
+            .output()
+            .ok()?;
+        let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        return Path::new(&p).is_absolute().then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/games")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// Writes `size` bytes of deterministic English-like text: words of a fixed
+/// 8,000-word vocabulary drawn with Zipf(1) frequencies, in sentences, 72-column lines.
+fn write_text(path: &Path, size: usize) -> Result<()> {
+    let mut rng = SimRng::new(20261122);
+    const LETTERS: &[u8] =
+        b"eeeeeeetttttaaaaaoooooiiiiinnnnnsssssshhhhhrrrrrddddlllluuccmmwwffggyyppbbvkjxqz";
+    let vocab: Vec<Vec<u8>> = (0..8000)
+        .map(|_| {
+            let len = 2 + rng.below(4) + rng.below(5);
+            (0..len)
+                .map(|_| LETTERS[rng.below(LETTERS.len() as u64) as usize])
+                .collect()
+        })
+        .collect();
+    let h: f64 = (1..=vocab.len()).map(|r| 1.0 / r as f64).sum();
+    let cum: Vec<f64> = (1..=vocab.len())
+        .scan(0.0, |c, r| {
+            *c += 1.0 / (r as f64 * h);
+            Some(*c)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(size + 128);
+    let (mut col, mut in_sentence) = (0usize, 0u64);
+    while out.len() < size {
+        let u = rng.unit();
+        let w = &vocab[cum.partition_point(|&c| c < u).min(vocab.len() - 1)];
+        if col + w.len() + 2 > 72 {
+            out.push(b'\n');
+            col = 0;
+        } else if col > 0 {
+            out.push(b' ');
+            col += 1;
+        }
+        if in_sentence == 0 {
+            out.push(w[0].to_ascii_uppercase());
+            out.extend_from_slice(&w[1..]);
+            in_sentence = 5 + rng.below(15);
+        } else {
+            out.extend_from_slice(w);
+        }
+        col += w.len();
+        in_sentence -= 1;
+        if in_sentence == 0 {
+            out.push(if rng.chance(0.1) { b'?' } else { b'.' });
+            col += 1;
+        } else if rng.chance(0.06) {
+            out.push(b',');
+            col += 1;
+        }
+    }
+    out.push(b'\n');
+    std::fs::write(path, out).with_context(|| format!("cannot write '{}'", path.display()))
+}
+
+/// Writes the inputs into `dir` (if missing or different).
+fn write_inputs(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the trace cache '{}'", dir.display()))?;
+    for (name, text) in FILES {
+        let p = dir.join(name);
+        if std::fs::read_to_string(&p).ok().as_deref() != Some(*text) {
+            std::fs::write(&p, text).with_context(|| format!("cannot write '{}'", p.display()))?;
+        }
+    }
+    let text = dir.join(TEXT.0);
+    let stamp = dir.join("text.version");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(TEXT_GENERATOR_VERSION)
+        || !text.exists()
+    {
+        write_text(&text, TEXT.1)?;
+        std::fs::write(&stamp, TEXT_GENERATOR_VERSION)
+            .with_context(|| format!("cannot write '{}'", stamp.display()))?;
+    }
+    Ok(())
+}
+
+/// What is recorded beside each trace.
+#[derive(Debug, Serialize)]
+struct Recorded<'a> {
+    program: &'a str,
+    package: &'a str,
+    package_version: String,
+    what: &'a str,
+    command: Vec<String>,
+    skip_instructions: u64,
+    instructions: u64,
+    events: u64,
+    bytes: u64,
+    record_seconds: f64,
+}
+
+/// The installed version of a Debian package ("unknown" if dpkg cannot say).
+fn package_version(package: &str) -> String {
+    Command::new("dpkg-query")
+        .args(["-W", "-f", "${Version}", package])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Records `p` into `dir` (even if a trace exists); returns the trace's path.
+pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
+    write_inputs(dir)?;
+    let cmd = p.command_line(dir)?;
+    let out = p.trace_path(dir);
+    let tmp = out.with_extension("cst.partial");
+    eprintln!(
+        "recording real:{} ({} M instructions after {} M; under valgrind, about {} s) -> {}",
+        p.name,
+        p.window.length / M,
+        p.window.skip / M,
+        // lackey and the conversion run about 1.4 M instructions per second here
+        (p.window.skip + p.window.length) * 10 / (14 * M),
+        out.display()
+    );
+    let t0 = Instant::now();
+    let res = record_window(&cmd, p.env, &tmp, p.window);
+    let rec = match res {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e.context(format!("recording real:{} failed", p.name)));
+        }
+    };
+    let secs = t0.elapsed().as_secs_f64();
+    std::fs::rename(&tmp, &out).with_context(|| format!("cannot write '{}'", out.display()))?;
+    let meta = Recorded {
+        program: p.name,
+        package: p.package,
+        package_version: package_version(p.package),
+        what: p.what,
+        command: cmd,
+        skip_instructions: p.window.skip,
+        instructions: rec.instructions,
+        events: rec.events,
+        bytes: rec.bytes,
+        record_seconds: (secs * 10.0).round() / 10.0,
+    };
+    let json = serde_json::to_string_pretty(&meta)?;
+    std::fs::write(out.with_extension("json"), json + "\n")
+        .with_context(|| format!("cannot write metadata beside '{}'", out.display()))?;
+    eprintln!(
+        "recorded real:{}: {} instructions, {} events, {:.1} MB, {:.1} s",
+        p.name,
+        rec.instructions,
+        rec.events,
+        rec.bytes as f64 / 1e6,
+        secs
+    );
+    Ok(out)
+}
+
+/// The trace of `p`, recorded first if the cache does not have it.
+pub fn ensure(p: &Program) -> Result<PathBuf> {
+    let dir = cache_dir()?;
+    let path = p.trace_path(&dir);
+    if path.exists() {
+        return Ok(path);
+    }
+    record(p, &dir)
+}
+
+/// Gives every group naming a real program its cached trace (recording it on first
+/// use).
+pub fn prepare(groups: &mut [ThreadGroup]) -> Result<()> {
+    for g in groups.iter_mut() {
+        if let Some(name) = g.real.clone() {
+            let p = program(&name)?;
+            g.trace = Some(ensure(p)?.to_string_lossy().into_owned());
+        }
+    }
+    Ok(())
+}
+
+/// `cachesched real …`.
+#[derive(Subcommand, Debug)]
+pub enum RealCommand {
+    /// The suite: each program, its package, input, instruction window and whether
+    /// its trace is in the cache.
+    List,
+    /// Record programs' traces into the cache (all of them with --all).
+    Record(RecordArgs),
+    /// Print where a program's trace is (or will be) in the cache; records nothing.
+    Path {
+        /// The program (`cachesched real list`).
+        program: String,
+    },
+}
+
+/// Arguments of `cachesched real record`.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Programs to record (`cachesched real list`).
+    #[arg(value_name = "PROGRAM")]
+    programs: Vec<String>,
+    /// Record every program of the suite.
+    #[arg(long)]
+    all: bool,
+    /// Record again even if the cache has a trace.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs `cachesched real …`.
+pub fn run(c: RealCommand) -> Result<()> {
+    let dir = cache_dir()?;
+    match c {
+        RealCommand::List => {
+            println!("trace cache: {}", dir.display());
+            println!(
+                "{:10} {:11} {:>8} {:>8} {:>9}  what",
+                "program", "package", "skip", "record", "cached"
+            );
+            for p in SUITE {
+                let path = p.trace_path(&dir);
+                let cached = std::fs::metadata(&path)
+                    .map(|m| format!("{:.0} MB", m.len() as f64 / 1e6))
+                    .unwrap_or_else(|_| "no".into());
+                println!(
+                    "{:10} {:11} {:>7}M {:>7}M {:>9}  {}",
+                    p.name,
+                    p.package,
+                    p.window.skip / M,
+                    p.window.length / M,
+                    cached,
+                    p.what
+                );
+            }
+            println!("use: --mix real:NAME[:COUNT]; a missing trace is recorded on first use (needs valgrind and the package)");
+            Ok(())
+        }
+        RealCommand::Path { program: name } => {
+            println!("{}", program(&name)?.trace_path(&dir).display());
+            Ok(())
+        }
+        RealCommand::Record(a) => {
+            let programs: Vec<&Program> = if a.all {
+                if !a.programs.is_empty() {
+                    bail!("give program names or --all, not both");
+                }
+                SUITE.iter().collect()
+            } else if a.programs.is_empty() {
+                bail!("name the programs to record, or --all (`cachesched real list`)");
+            } else {
+                a.programs
+                    .iter()
+                    .map(|n| program(n))
+                    .collect::<Result<_>>()?
+            };
+            for p in programs {
+                if !a.force && p.trace_path(&dir).exists() {
+                    eprintln!("real:{} is in the cache (--force records it again)", p.name);
+                    continue;
+                }
+                record(p, &dir)?;
+            }
+            Ok(())
+        }
+    }
+}
