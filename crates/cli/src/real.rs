@@ -377,8 +377,8 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         p.name,
         p.window.length / M,
         p.window.skip / M,
-        // lackey and the conversion run about 1.4 M instructions per second here
-        (p.window.skip + p.window.length) * 10 / (14 * M),
+        // lackey and the conversion run 0.7-1.4 M instructions per second here
+        (p.window.skip + p.window.length) * 10 / (8 * M),
         out.display()
     );
     let t0 = Instant::now();
