@@ -25,6 +25,7 @@ const FILES: &[(&str, &str)] = &[
     ("work.py", include_str!("real/work.py")),
     ("bench.lua", include_str!("real/bench.lua")),
     ("queries.sql", include_str!("real/queries.sql")),
+    ("load.sql", include_str!("real/load.sql")),
     ("scene.pov", include_str!("real/scene.pov")),
     ("transport.mod", include_str!("real/transport.mod")),
     ("moves.gtp", include_str!("real/moves.gtp")),
@@ -54,6 +55,10 @@ pub struct Program {
     /// Environment added to the program's (fixed hash seeds, so that recordings
     /// repeat).
     pub env: &'static [(&'static str, &'static str)],
+    /// A command run natively (not traced) before recording, to build an input the
+    /// recorded run works on (empty: none); `{dir}` as in `command`. Its output file
+    /// (the second element of the pair) is removed first.
+    pub setup: Option<(&'static [&'static str], &'static str)>,
 }
 
 /// The suite.
@@ -65,6 +70,7 @@ pub const SUITE: &[Program] = &[
         command: &["gzip", "-9", "-c", "{dir}/text.txt"],
         window: Window { skip: 5 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "bzip2",
@@ -73,6 +79,7 @@ pub const SUITE: &[Program] = &[
         command: &["bzip2", "-9", "-c", "{dir}/text.txt"],
         window: Window { skip: 5 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "xz",
@@ -81,6 +88,7 @@ pub const SUITE: &[Program] = &[
         command: &["xz", "-9", "-T1", "-c", "{dir}/text.txt"],
         window: Window { skip: 20 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "zstd",
@@ -89,6 +97,7 @@ pub const SUITE: &[Program] = &[
         command: &["zstd", "-3", "-c", "{dir}/text.txt"],
         window: Window { skip: 20 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "cc1",
@@ -97,6 +106,7 @@ pub const SUITE: &[Program] = &[
         command: &["cc1", "-quiet", "-O2", "{dir}/prog.c", "-o", "/dev/null"],
         window: Window { skip: 10 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "perl",
@@ -105,6 +115,7 @@ pub const SUITE: &[Program] = &[
         command: &["perl", "{dir}/words.pl", "{dir}/text.txt"],
         window: Window { skip: 10 * M, length: 50 * M },
         env: &[("PERL_HASH_SEED", "0"), ("PERL_PERTURB_KEYS", "0")],
+        setup: None,
     },
     Program {
         name: "python3",
@@ -113,6 +124,7 @@ pub const SUITE: &[Program] = &[
         command: &["/usr/bin/python3", "{dir}/work.py", "{dir}/text.txt"],
         window: Window { skip: 40 * M, length: 50 * M },
         env: &[("PYTHONHASHSEED", "0")],
+        setup: None,
     },
     Program {
         name: "lua",
@@ -121,14 +133,16 @@ pub const SUITE: &[Program] = &[
         command: &["lua5.4", "{dir}/bench.lua"],
         window: Window { skip: 5 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "sqlite3",
         package: "sqlite3",
-        what: "SQLite: loads 50,000 customers and 300,000 orders, three indexes, then point lookups, a join and group-bys",
-        command: &["sqlite3", ":memory:", ".read {dir}/queries.sql"],
+        what: "SQLite: point lookups, a join, group-bys and a range scan on a 16 MB database of 50,000 customers and 300,000 orders with three indexes (built natively first), 64 MiB page cache",
+        command: &["sqlite3", "{dir}/orders.db", ".read {dir}/queries.sql"],
         window: Window { skip: 20 * M, length: 50 * M },
         env: &[],
+        setup: Some((&["sqlite3", "{dir}/orders.db", ".read {dir}/load.sql"], "orders.db")),
     },
     Program {
         name: "stockfish",
@@ -137,6 +151,7 @@ pub const SUITE: &[Program] = &[
         command: &["stockfish", "bench", "64", "1", "11"],
         window: Window { skip: 50 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "gnugo",
@@ -145,6 +160,7 @@ pub const SUITE: &[Program] = &[
         command: &["gnugo", "--mode", "gtp", "--gtp-input", "{dir}/moves.gtp", "--level", "6", "--seed", "1", "--quiet"],
         window: Window { skip: 20 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "povray",
@@ -153,6 +169,7 @@ pub const SUITE: &[Program] = &[
         command: &["povray", "-D", "+WT1", "+W320", "+H240", "+A0.3", "+I{dir}/scene.pov", "+O{dir}/scene.png"],
         window: Window { skip: 30 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
     Program {
         name: "glpsol",
@@ -161,6 +178,7 @@ pub const SUITE: &[Program] = &[
         command: &["glpsol", "--math", "{dir}/transport.mod", "--seed", "1"],
         window: Window { skip: 30 * M, length: 50 * M },
         env: &[],
+        setup: None,
     },
 ];
 
@@ -202,11 +220,12 @@ impl Program {
     /// the generated text's size and generator version).
     fn definition_hash(&self) -> u64 {
         let mut s = format!(
-            "{:?}|{:?}|{:?}|{:?}|",
-            self.command, self.window, self.env, TEXT
+            "{:?}|{:?}|{:?}|{:?}|{:?}|",
+            self.command, self.window, self.env, self.setup, TEXT
         );
-        // only the inputs the command names
-        let uses = |file: &str| self.command.iter().any(|a| a.contains(file));
+        // only the inputs the command (or its setup) names
+        let setup: &[&str] = self.setup.map(|(c, _)| c).unwrap_or(&[]);
+        let uses = |file: &str| self.command.iter().chain(setup).any(|a| a.contains(file));
         for (name, text) in FILES.iter().filter(|(n, _)| uses(n)) {
             s.push_str(name);
             s.push_str(text);
@@ -340,6 +359,33 @@ fn write_inputs(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Runs `p`'s setup command natively in `dir`, after removing what it makes.
+fn run_setup(p: &Program, setup: &[&str], made: &Path, dir: &Path) -> Result<()> {
+    let d = dir.to_string_lossy();
+    let args: Vec<String> = setup.iter().map(|a| a.replace("{dir}", &d)).collect();
+    let exe = find_program(&args[0]).with_context(|| {
+        format!(
+            "'{}' is not installed: apt-get install {}",
+            args[0], p.package
+        )
+    })?;
+    let _ = std::fs::remove_file(made);
+    let out = Command::new(exe)
+        .args(&args[1..])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run the setup of real:{}", p.name))?;
+    if !out.status.success() {
+        bail!(
+            "the setup of real:{} ({}) failed: {}",
+            p.name,
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
 /// What is recorded beside each trace.
 #[derive(Debug, Serialize)]
 struct Recorded<'a> {
@@ -370,6 +416,9 @@ fn package_version(package: &str) -> String {
 pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
     write_inputs(dir)?;
     let cmd = p.command_line(dir)?;
+    if let Some((setup, made)) = p.setup {
+        run_setup(p, setup, &dir.join(made), dir)?;
+    }
     let out = p.trace_path(dir);
     let tmp = out.with_extension("cst.partial");
     eprintln!(
