@@ -12,3 +12,6 @@ with recursive r(i) as (select 1 union all select i + 1 from r where i < 300000)
 create index orders_customer on orders(customer);
 create index orders_item on orders(item);
 create index customer_region on customer(region);
+create table probe(i integer primary key, c integer);
+with recursive r(i) as (select 1 union all select i + 1 from r where i < 200000)
+  insert into probe select i, 1 + (i * 2654435761 + 12345) % 50000 from r;
