@@ -19,29 +19,9 @@ files=$(git -C "$repo" ls-tree -r --name-only "$commit" crates/sim/src | grep -E
         git -C "$repo" ls-tree -r --name-only "$commit" crates/sim/src | grep -E '^crates/sim/src/[^/]+/[^/]+\.rs$')
 for f in $files; do git -C "$repo" show "$commit:$f"; done > all-src.txt
 head -c 120000 all-src.txt > src.txt
-cat > prog.c <<'C'
-#include <stdio.h>
-#include <stdlib.h>
-struct node { int key; struct node *l, *r; char name[32]; };
-static struct node *ins(struct node *t, int k) {
-  if (!t) { t = calloc(1, sizeof *t); t->key = k; snprintf(t->name, 32, "n%d", k); return t; }
-  if (k < t->key) t->l = ins(t->l, k); else t->r = ins(t->r, k);
-  return t;
-}
-static int depth(struct node *t) { if (!t) return 0; int a = depth(t->l), b = depth(t->r); return 1 + (a > b ? a : b); }
-int main(void) { struct node *t = 0; unsigned x = 1; for (int i = 0; i < 100000; i++) { x = x * 1103515245u + 12345u; t = ins(t, x >> 8); } printf("%d\n", depth(t)); return 0; }
-C
-cat > work.pl <<'PL'
-my %h; open(my $f, '<', 'src.txt') or die; while (<$f>) { for my $w (split /\W+/) { $h{$w}++ } } close $f;
-my @k = sort { $h{$b} <=> $h{$a} || $a cmp $b } keys %h; print scalar(@k), " $k[0]\n";
-PL
-cat > q.sql <<'SQL'
-create table t(a integer primary key, b text, c integer);
-with recursive r(i) as (select 1 union all select i+1 from r where i < 20000) insert into t select i, hex(randomblob(16)), abs(random()) % 1000 from r;
-create index tc on t(c);
-select c, count(*), max(b) from t group by c order by 2 desc limit 3;
-select count(*) from t x join t y on x.c = y.c where x.a < 100;
-SQL
+# shellcheck source=scripts/real-inputs.sh
+source "$repo/scripts/real-inputs.sh"
+write_inputs 20000
 cc1=$(gcc -print-prog-name=cc1)
 rec() { local name=$1; shift; [ -s "$name.trace" ] || "$cs" trace record --out "$name.trace" -- "$@" >&2; }
 rec gzip gzip -c src.txt
