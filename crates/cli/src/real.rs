@@ -100,6 +100,18 @@ pub const SUITE: &[Program] = &[
         setup: None,
     },
     Program {
+        name: "sort",
+        package: "coreutils",
+        what: "GNU sort on the text's 60,000 lines in memory (byte order, one thread): merge passes over 4 MiB of lines and pointers",
+        command: &["sort", "-S", "256M", "--parallel=1", "-o", "/dev/null", "{dir}/text.txt"],
+        window: Window {
+            skip: 20 * M,
+            length: 50 * M,
+        },
+        env: &[("LC_ALL", "C")],
+        setup: None,
+    },
+    Program {
         name: "cc1",
         package: "gcc",
         what: "gcc's compiler proper, -O2, on a 140-line C file (no headers)",
