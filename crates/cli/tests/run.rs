@@ -292,26 +292,30 @@ fn sh(script: &str, policy: Option<&str>) -> Output {
 #[test]
 fn static_aggregation_cuts_involuntary_context_switches() {
     let _g = serial();
-    // two CPU-bound processes sharing OS CPU 0 for 2 s
+    // two CPU-bound processes sharing OS CPU 0 for 2 s; the machine is shared and
+    // noisy, so a pair of runs (default, then 45 ms slices) is tried up to three times
+    // and one clear result is enough (a policy that does nothing fails all three)
     let one = format!("{BIN} burn --cpu 0 --ms 2000 --report");
     let script = format!("{one} & {one}; wait");
-    let default = sum(&sh(&script, None).stdout, "involuntary_switches").unwrap();
-    let long = sum(
-        &sh(&script, Some("timeslice")).stdout,
-        "involuntary_switches",
-    )
-    .unwrap();
-    eprintln!("involuntary context switches in 2 s: default {default}, 45 ms slices {long}");
-    assert!(
-        default >= 100,
-        "the two processes hardly competed: {default}"
-    );
-    if sched::kernel_honours_slices() == Some(true) {
-        assert!(
-            long * 5 < default,
-            "45 ms slices should cut switches by a large factor: {long} vs {default}"
-        );
+    let honours = sched::kernel_honours_slices() == Some(true);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let default = sum(&sh(&script, None).stdout, "involuntary_switches").unwrap();
+        let long = sum(
+            &sh(&script, Some("timeslice")).stdout,
+            "involuntary_switches",
+        )
+        .unwrap();
+        eprintln!("involuntary context switches in 2 s: default {default}, 45 ms slices {long}");
+        seen.push((default, long));
+        if default >= 100 && (!honours || long * 5 < default) {
+            return;
+        }
     }
+    panic!(
+        "45 ms slices should cut involuntary switches by a large factor, and the two \
+         processes compete (at least 100 by default): (default, 45 ms) {seen:?}"
+    );
 }
 
 #[test]
@@ -322,19 +326,28 @@ fn affinity_cuts_migrations() {
         eprintln!("one core: nothing to keep threads apart from; skipped");
         return;
     }
-    // three threads on (at least) two cores, sleeping briefly between bursts
+    // three threads on (at least) two cores, sleeping briefly between bursts; a pair
+    // of runs (unmanaged, then homes) is tried up to three times on this shared,
+    // noisy machine, and one clear result is enough (a policy that does nothing fails
+    // all three)
     let burn = format!("{BIN} burn --threads 3 --work-us 3000 --sleep-us 500 --ms 2000 --report");
-    let free = sh(&burn, None);
-    let Some(unmanaged) = sum(&free.stdout, "migrations") else {
-        eprintln!("this kernel has no se.nr_migrations in /proc/…/sched; skipped");
-        return;
-    };
-    let managed = sum(&sh(&burn, Some("affinity:home=core")).stdout, "migrations").unwrap();
-    eprintln!("migrations in 2 s: unmanaged {unmanaged}, affinity {managed}");
-    assert!(unmanaged >= 30, "the kernel hardly migrated: {unmanaged}");
-    assert!(
-        managed * 5 < unmanaged,
-        "affinity should cut migrations: {managed} vs {unmanaged}"
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let free = sh(&burn, None);
+        let Some(unmanaged) = sum(&free.stdout, "migrations") else {
+            eprintln!("this kernel has no se.nr_migrations in /proc/…/sched; skipped");
+            return;
+        };
+        let managed = sum(&sh(&burn, Some("affinity:home=core")).stdout, "migrations").unwrap();
+        eprintln!("migrations in 2 s: unmanaged {unmanaged}, affinity {managed}");
+        seen.push((unmanaged, managed));
+        if unmanaged >= 30 && managed * 5 < unmanaged {
+            return;
+        }
+    }
+    panic!(
+        "affinity should cut migrations by a large factor, and the kernel migrate the \
+         unmanaged threads (at least 30): (unmanaged, affinity) {seen:?}"
     );
 }
 
