@@ -309,14 +309,7 @@ pub fn run_scenario(
 
 fn run_jobs(sc: &Scenario, jobs: &[Job], workers: usize) -> Result<Option<Vec<RunResult>>> {
     let stop = interrupt_flag();
-    let bar = indicatif::ProgressBar::new(jobs.len() as u64 * 100);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} {msg} [{elapsed} elapsed, eta {eta}]",
-        )
-        .expect("valid template"),
-    );
-    bar.set_message("run-percent");
+    let progress = Progress::new(jobs.len());
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -334,18 +327,18 @@ fn run_jobs(sc: &Scenario, jobs: &[Job], workers: usize) -> Result<Option<Vec<Ru
                         sim.run(&mut |f| {
                             let p = (f * 100.0) as u64;
                             if p > done {
-                                bar.inc(p - done);
+                                progress.advance(p - done, false);
                                 done = p;
                             }
                             !stop.load(Ordering::SeqCst)
                         })
                     });
-                bar.inc(100 - done.min(100));
+                progress.advance(100 - done.min(100), true);
                 results.lock().expect("no panics while holding the lock")[i] = Some(res);
             });
         }
     });
-    bar.finish_and_clear();
+    progress.finish();
     if stop.load(Ordering::SeqCst) {
         return Ok(None);
     }
@@ -508,4 +501,91 @@ fn write_outputs(
             .collect::<String>()
     );
     Ok(())
+}
+
+/// Progress of a batch of runs on stderr: a bar that counts runs on a terminal, and
+/// otherwise a line every 10 seconds or more (runs done of all, elapsed, an estimate
+/// of what is left), so that logs and pipes show that work goes on.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    runs: usize,
+    tty: bool,
+    start: std::time::Instant,
+    /// Run-percent done, runs done, and when the last line was printed.
+    state: Mutex<(u64, usize, std::time::Instant)>,
+}
+
+impl Progress {
+    fn new(runs: usize) -> Progress {
+        use std::io::IsTerminal;
+        let tty = std::io::stderr().is_terminal();
+        let bar = if tty {
+            indicatif::ProgressBar::new(runs as u64 * 100)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {msg} [{elapsed} elapsed, eta {eta}]",
+            )
+            .expect("valid template"),
+        );
+        bar.set_message(format!("0/{runs} runs"));
+        let now = std::time::Instant::now();
+        Progress {
+            bar,
+            runs,
+            tty,
+            start: now,
+            state: Mutex::new((0, 0, now)),
+        }
+    }
+
+    /// `percent` more of a run done; `finished`: a run ended.
+    fn advance(&self, percent: u64, finished: bool) {
+        let mut st = self.state.lock().expect("no panics while holding the lock");
+        st.0 += percent;
+        st.1 += finished as usize;
+        self.bar.inc(percent);
+        if finished {
+            self.bar.set_message(format!("{}/{} runs", st.1, self.runs));
+        }
+        let now = std::time::Instant::now();
+        let last_run = finished && st.1 == self.runs;
+        if !self.tty && (now.duration_since(st.2).as_secs() >= 10 || last_run) {
+            st.2 = now;
+            let elapsed = now.duration_since(self.start).as_secs_f64();
+            let fraction = st.0 as f64 / (self.runs as f64 * 100.0);
+            let left = if fraction > 0.0 {
+                format!(
+                    ", about {} left",
+                    clock(elapsed * (1.0 - fraction) / fraction)
+                )
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "progress: {}/{} runs done ({:.0}%), {} elapsed{left}",
+                st.1,
+                self.runs,
+                fraction * 100.0,
+                clock(elapsed)
+            );
+        }
+    }
+
+    /// Clears the bar.
+    fn finish(self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Seconds as `1m05s` (or `42s`).
+fn clock(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
 }

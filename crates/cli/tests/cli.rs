@@ -148,15 +148,31 @@ sweep = { llc_kb = [96, 768] }
     )
     .unwrap();
     let out = d.join("out");
-    let stdout = run_ok(&[
-        "experiment",
-        sc.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--jobs",
-        "2",
-    ]);
+    let o = bin()
+        .args([
+            "experiment",
+            sc.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--jobs",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stderr}");
     assert!(stdout.contains("8 runs"), "{stdout}");
+    // stderr is a pipe here, not a terminal: progress comes as lines, the last one
+    // when every run is done
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("progress: 8/8 runs done (100%)")),
+        "{stderr}"
+    );
     for f in [
         "results.json",
         "results.csv",
