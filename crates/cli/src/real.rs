@@ -56,7 +56,7 @@ pub struct Program {
     /// repeat).
     pub env: &'static [(&'static str, &'static str)],
     /// A command run natively (not traced) before recording, to build an input the
-    /// recorded run works on (empty: none); `{dir}` as in `command`. Its output file
+    /// recorded run works on (`None`: none); `{dir}` as in `command`. Its output file
     /// (the second element of the pair) is removed first.
     pub setup: Option<(&'static [&'static str], &'static str)>,
 }
@@ -255,20 +255,18 @@ impl Program {
 
     /// The command line with `{dir}` filled in and the program found.
     fn command_line(&self, dir: &Path) -> Result<Vec<String>> {
-        let d = dir.to_string_lossy();
-        let mut cmd: Vec<String> = self
-            .command
-            .iter()
-            .map(|a| a.replace("{dir}", &d))
-            .collect();
-        cmd[0] = find_program(&cmd[0]).with_context(|| {
-            format!(
-                "'{}' is not installed: apt-get install {}",
-                cmd[0], self.package
-            )
-        })?;
-        Ok(cmd)
+        resolve(self.command, dir, self.package)
     }
+}
+
+/// `args` with `{dir}` replaced by `dir` and the program (the first word) found, or an
+/// error saying which package to install.
+fn resolve(args: &[&str], dir: &Path, package: &str) -> Result<Vec<String>> {
+    let d = dir.to_string_lossy();
+    let mut cmd: Vec<String> = args.iter().map(|a| a.replace("{dir}", &d)).collect();
+    cmd[0] = find_program(&cmd[0])
+        .with_context(|| format!("'{}' is not installed: apt-get install {package}", cmd[0]))?;
+    Ok(cmd)
 }
 
 /// Bumped whenever [`write_text`] changes what it writes.
@@ -373,16 +371,9 @@ fn write_inputs(dir: &Path) -> Result<()> {
 
 /// Runs `p`'s setup command natively in `dir`, after removing what it makes.
 fn run_setup(p: &Program, setup: &[&str], made: &Path, dir: &Path) -> Result<()> {
-    let d = dir.to_string_lossy();
-    let args: Vec<String> = setup.iter().map(|a| a.replace("{dir}", &d)).collect();
-    let exe = find_program(&args[0]).with_context(|| {
-        format!(
-            "'{}' is not installed: apt-get install {}",
-            args[0], p.package
-        )
-    })?;
+    let args = resolve(setup, dir, p.package)?;
     let _ = std::fs::remove_file(made);
-    let out = Command::new(exe)
+    let out = Command::new(&args[0])
         .args(&args[1..])
         .stdin(std::process::Stdio::null())
         .output()
@@ -443,14 +434,8 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         out.display()
     );
     let t0 = Instant::now();
-    let res = record_window(&cmd, p.env, &tmp, p.window);
-    let rec = match res {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e.context(format!("recording real:{} failed", p.name)));
-        }
-    };
+    let rec = record_window(&cmd, p.env, &tmp, p.window)
+        .with_context(|| format!("recording real:{} failed", p.name))?;
     let secs = t0.elapsed().as_secs_f64();
     std::fs::rename(&tmp, &out).with_context(|| format!("cannot write '{}'", out.display()))?;
     let meta = Recorded {

@@ -55,7 +55,8 @@ pub struct ReplayArgs {
     /// a command after `--` to trace that command live.
     #[arg(long, value_name = "FILE")]
     trace: Option<String>,
-    /// Command to run under valgrind lackey (its standard output goes to /dev/null).
+    /// Command to run under valgrind lackey (its standard output and errors go to
+    /// /dev/null).
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
 }
@@ -80,7 +81,7 @@ pub struct RecordArgs {
     /// Instructions to record, then stop the command (default: the whole run).
     #[arg(long, value_name = "N")]
     pub instructions: Option<u64>,
-    /// The command to trace (its standard output goes to /dev/null).
+    /// The command to trace (its standard output and errors go to /dev/null).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
@@ -159,8 +160,21 @@ pub struct Recording {
 }
 
 /// Records `cmd`'s events within `window` into a binary trace at `out`, `env` added to
-/// its environment. The command is stopped once the window is recorded.
+/// its environment. The command is stopped once the window is recorded. A failed or
+/// interrupted recording leaves no half-written trace behind.
 pub fn record_window(
+    cmd: &[String],
+    env: &[(&str, &str)],
+    out: &Path,
+    window: Window,
+) -> Result<Recording> {
+    record_into(cmd, env, out, window).inspect_err(|_| {
+        let _ = std::fs::remove_file(out);
+    })
+}
+
+/// [`record_window`]'s work, leaving the file as it is on error.
+fn record_into(
     cmd: &[String],
     env: &[(&str, &str)],
     out: &Path,
@@ -274,10 +288,7 @@ pub fn record(a: &RecordArgs) -> Result<Recording> {
         skip: a.skip_instructions,
         length: a.instructions.unwrap_or(u64::MAX),
     };
-    record_window(&a.command, &[], &a.out, window).inspect_err(|_| {
-        // a failed or interrupted recording leaves no half-written trace behind
-        let _ = std::fs::remove_file(&a.out);
-    })
+    record_window(&a.command, &[], &a.out, window)
 }
 
 /// Dispatches `cachesched trace …`.

@@ -391,15 +391,12 @@ impl ThreadGroup {
             .split(',')
             .filter(|p| !p.trim().is_empty())
             .map(|p| {
-                let real = p.trim_start().starts_with(REAL_PREFIX);
-                let (name, n) = match p.rsplit_once(':') {
-                    // `real:xz` alone: the colon is the prefix's
-                    Some((name, _)) if real && name.trim() == REAL_PREFIX.trim_end_matches(':') => {
-                        (p, "1")
-                    }
-                    Some(split) => split,
-                    None => (p, "1"),
+                // `real:xz:2`: the prefix's colon is not the count's
+                let (real, rest) = match p.trim_start().strip_prefix(REAL_PREFIX) {
+                    Some(rest) => (true, rest),
+                    None => (false, p),
                 };
+                let (name, n) = rest.rsplit_once(':').unwrap_or((rest, "1"));
                 let range = || {
                     WorkloadError::Invalid(format!(
                         "'{p}': the count must be a whole number from 1 to {MAX_THREADS} \
@@ -413,14 +410,14 @@ impl ThreadGroup {
                 let count = count as u32;
                 let name = name.trim();
                 let mut g = ThreadGroup::of(name, count);
-                if let Some(program) = name.strip_prefix(REAL_PREFIX) {
-                    if program.is_empty() {
+                if real {
+                    if name.is_empty() {
                         return Err(WorkloadError::Invalid(format!(
                             "'{p}': name a program after real: (`cachesched real list`)"
                         )));
                     }
                     g.profile = None;
-                    g.real = Some(program.to_string());
+                    g.real = Some(name.to_string());
                 } else if name.ends_with(".cst") {
                     g.profile = None;
                     g.trace = Some(name.to_string());
