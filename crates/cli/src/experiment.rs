@@ -33,7 +33,7 @@ pub struct ExperimentArgs {
 }
 
 /// One variant of a scenario: what differs between compared runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     /// Label in tables and legends.
@@ -50,6 +50,10 @@ pub struct Variant {
     /// Equal way-partitioning of the shared last-level cache (default: none).
     #[serde(default)]
     pub partition: Option<cachesched_sim::config::Partition>,
+    /// Threads of this variant in place of the scenario's (default: the scenario's), for
+    /// comparisons between workloads, such as a profile with one parameter changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<Vec<ThreadGroup>>,
 }
 
 /// A sweep over one machine parameter.
@@ -111,10 +115,7 @@ fn default_seeds() -> Vec<u64> {
 fn default_variants() -> Vec<Variant> {
     vec![Variant {
         label: "baseline".into(),
-        policies: Vec::new(),
-        baseline: None,
-        affinity_oblivious: None,
-        partition: None,
+        ..Default::default()
     }]
 }
 fn default_metrics() -> Vec<String> {
@@ -223,7 +224,7 @@ impl Scenario {
                     }
                     let cfg = SimConfig {
                         machine: machine.clone(),
-                        threads: self.threads.clone(),
+                        threads: v.threads.clone().unwrap_or_else(|| self.threads.clone()),
                         kernel,
                         policies: v.policies.clone(),
                         partition: v.partition,

@@ -10,6 +10,7 @@ mod real;
 mod replay_cmd;
 mod reproduce;
 mod run_cmd;
+mod sensitivity;
 mod simulate_cmd;
 mod svg;
 

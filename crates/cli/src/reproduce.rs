@@ -25,6 +25,9 @@ pub enum ReproduceCommand {
     /// over L2 sizes (Figures 5, 6, 7), the cache illusion, classification accuracy,
     /// time to steady state.
     Casc(CascArgs),
+    /// How far CASC's headline (768 KB: L2 miss ratio and throughput against TS) moves
+    /// when each parameter of the art, twolf and Berkeley DB profiles moves by ±25%.
+    CascSensitivity(crate::sensitivity::SensitivityArgs),
 }
 
 /// Arguments of `cachesched reproduce casc`.
@@ -61,10 +64,10 @@ pub struct CascArgs {
 }
 
 /// The paper's numbers (§5.3): ranges over the five cache sizes.
-const PAPER_MISS_CHANGE: (f64, f64) = (-46.0, -15.0);
-const PAPER_IPS_CHANGE: (f64, f64) = (28.0, 50.0);
+pub(crate) const PAPER_MISS_CHANGE: (f64, f64) = (-46.0, -15.0);
+pub(crate) const PAPER_IPS_CHANGE: (f64, f64) = (28.0, 50.0);
 const PAPER_CV: (f64, f64) = (0.43, 0.90);
-const PROFILES: [&str; 3] = ["art", "twolf", "bdb"];
+pub(crate) const PROFILES: [&str; 3] = ["art", "twolf", "bdb"];
 
 fn casc_scenario(a: &CascArgs) -> Scenario {
     let calibrated = CascConfig {
@@ -88,23 +91,17 @@ fn casc_scenario(a: &CascArgs) -> Scenario {
             Variant {
                 label: "ts".into(),
                 policies: Vec::new(),
-                baseline: None,
-                affinity_oblivious: None,
-                partition: None,
+                ..Default::default()
             },
             Variant {
                 label: "casc".into(),
                 policies: vec![PolicySpec::Casc(CascConfig::default())],
-                baseline: None,
-                affinity_oblivious: None,
-                partition: None,
+                ..Default::default()
             },
             Variant {
                 label: "casc-calibrated".into(),
                 policies: vec![PolicySpec::Casc(calibrated)],
-                baseline: None,
-                affinity_oblivious: None,
-                partition: None,
+                ..Default::default()
             },
             Variant {
                 label: "casc-strict".into(),
@@ -112,9 +109,7 @@ fn casc_scenario(a: &CascArgs) -> Scenario {
                     literal_bucketization: false,
                     ..Default::default()
                 })],
-                baseline: None,
-                affinity_oblivious: None,
-                partition: None,
+                ..Default::default()
             },
         ],
         sweep: Some(Sweep {
@@ -188,6 +183,7 @@ fn pct(new: f64, old: f64) -> f64 {
 pub fn run(c: ReproduceCommand) -> Result<i32> {
     match c {
         ReproduceCommand::Casc(a) => casc(a),
+        ReproduceCommand::CascSensitivity(a) => crate::sensitivity::run(a),
     }
 }
 

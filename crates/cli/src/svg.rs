@@ -213,9 +213,197 @@ pub fn line_chart(
     s
 }
 
+/// One row of a [`range_chart`]: a label and the values at the low and high end of a
+/// parameter's range (NaN where missing).
+pub struct RangeRow {
+    /// Row label (the parameter).
+    pub label: String,
+    /// Value with the parameter at the low end.
+    pub low: f64,
+    /// Value with the parameter at the high end.
+    pub high: f64,
+}
+
+/// Renders a sensitivity ("tornado") chart: one horizontal row per parameter, a bar
+/// from its low-end to its high-end value (markers coloured by end), a vertical line at
+/// the unperturbed value `base` and, if given, a shaded band `(lo, hi, label)` for a
+/// published range.
+pub fn range_chart(
+    title: &str,
+    x_label: &str,
+    rows: &[RangeRow],
+    base: f64,
+    band: Option<(f64, f64, &str)>,
+) -> String {
+    let row_h = 16.0;
+    let (ml, mr, mt, mb) = (250.0, 30.0, 60.0, 50.0);
+    let w = 760.0;
+    let ph = row_h * rows.len().max(1) as f64;
+    let h = mt + ph + mb;
+    let pw = w - ml - mr;
+    let mut vals: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| [r.low, r.high])
+        .chain([base])
+        .filter(|v| v.is_finite())
+        .collect();
+    if let Some((lo, hi, _)) = band {
+        vals.extend([lo, hi]);
+    }
+    let mut x0 = vals.iter().copied().fold(f64::MAX, f64::min).min(0.0);
+    let mut x1 = vals.iter().copied().fold(f64::MIN, f64::max).max(0.0);
+    if vals.is_empty() || x1 <= x0 {
+        (x0, x1) = (x0.min(0.0) - 1.0, x1.max(0.0) + 1.0);
+    }
+    let pad = (x1 - x0) * 0.04;
+    (x0, x1) = (x0 - pad, x1 + pad);
+    let sx = |x: f64| ml + (x - x0) / (x1 - x0) * pw;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="20" font-size="14" text-anchor="middle">{}</text>"#,
+        w / 2.0,
+        esc(title)
+    );
+    if let Some((lo, hi, label)) = band {
+        let (a, b) = (sx(lo.min(hi)), sx(lo.max(hi)));
+        let _ = writeln!(
+            s,
+            r##"<rect x="{a:.1}" y="{mt}" width="{:.1}" height="{ph}" fill="#fde0c5"/>"##,
+            b - a
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            (a + b) / 2.0,
+            mt - 6.0,
+            esc(label)
+        );
+    }
+    for t in nice_ticks(x0, x1, 8) {
+        let x = sx(t);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x:.1}" y1="{mt}" x2="{x:.1}" y2="{:.1}" stroke="#ddd"/>"##,
+            mt + ph
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            mt + ph + 16.0,
+            fmt_num(t)
+        );
+    }
+    let (lc, hc) = (COLORS[0], COLORS[1]);
+    for (i, r) in rows.iter().enumerate() {
+        let y = mt + row_h * (i as f64 + 0.5);
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            ml - 6.0,
+            y + 4.0,
+            esc(&r.label)
+        );
+        if r.low.is_finite() && r.high.is_finite() {
+            let _ = writeln!(
+                s,
+                r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#999" stroke-width="5"/>"##,
+                sx(r.low),
+                sx(r.high)
+            );
+        }
+        for (v, c) in [(r.low, lc), (r.high, hc)] {
+            if v.is_finite() {
+                let _ = writeln!(
+                    s,
+                    r#"<circle cx="{:.1}" cy="{y:.1}" r="4" fill="{c}"/>"#,
+                    sx(v)
+                );
+            }
+        }
+    }
+    let bx = sx(base);
+    let _ = writeln!(
+        s,
+        r##"<line x1="{bx:.1}" y1="{mt}" x2="{bx:.1}" y2="{:.1}" stroke="#333" stroke-dasharray="4,3"/>"##,
+        mt + ph
+    );
+    let _ = writeln!(
+        s,
+        r##"<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        ml + pw / 2.0,
+        h - 12.0,
+        esc(x_label)
+    );
+    // legend
+    let ly = 40.0;
+    for (i, (c, label)) in [
+        (lc, "parameter at the low end"),
+        (hc, "parameter at the high end"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let lx = ml + i as f64 * 200.0;
+        let _ = writeln!(s, r#"<circle cx="{lx}" cy="{ly}" r="4" fill="{c}"/>"#);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}">{label}</text>"#,
+            lx + 8.0,
+            ly + 4.0
+        );
+    }
+    let lx = ml + 400.0;
+    let _ = writeln!(
+        s,
+        r##"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="#333" stroke-dasharray="4,3"/>"##,
+        lx + 20.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}">unperturbed</text>"#,
+        lx + 26.0,
+        ly + 4.0
+    );
+    s += "</svg>\n";
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn range_chart_draws_one_row_per_parameter() {
+        let rows = vec![
+            RangeRow {
+                label: "a <size>".into(),
+                low: -3.0,
+                high: 2.0,
+            },
+            RangeRow {
+                label: "b".into(),
+                low: f64::NAN,
+                high: 1.0,
+            },
+        ];
+        let s = range_chart("t", "Δ (%)", &rows, -1.0, Some((-46.0, -15.0, "paper")));
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
+        assert!(s.contains("a &lt;size&gt;"));
+        // three finite markers plus the two legend markers
+        assert_eq!(s.matches("<circle").count(), 5);
+        assert!(s.contains(">paper<"));
+        assert!(s.contains(">-40<"), "the band is inside the axis");
+    }
 
     #[test]
     fn renders_series_and_ticks() {

@@ -331,6 +331,57 @@ fn reproduce_casc_writes_the_table_plots_and_results() {
     assert!(err.contains("at least two L2 sizes"), "{err}");
 }
 
+/// The sensitivity study: one parameter moved both ways, each workload run under the
+/// baseline and CASC, a table row with the moved values and the paired changes, and
+/// both charts. Fails if the parameter is not moved (the values 12 and 20 are twolf's
+/// 16 KB of code ±25%), if a run is missing, or if a bad scale is accepted.
+#[test]
+fn reproduce_casc_sensitivity_moves_one_parameter_both_ways() {
+    let d = tmp("sensitivity");
+    let out = d.join("s");
+    let o = out.to_str().unwrap();
+    let stdout = run_ok(&[
+        "reproduce",
+        "casc-sensitivity",
+        "--out",
+        o,
+        "--only",
+        "twolf.code",
+        "--warmup-ms",
+        "10",
+        "--duration-ms",
+        "20",
+    ]);
+    assert!(stdout.contains("6 runs"), "{stdout}");
+    let table = std::fs::read_to_string(out.join("sensitivity.md")).unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| twolf | code_kb |"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!((cells[3], cells[4], cells[7]), ("16", "12", "20"), "{row}");
+    assert!(table.contains("Unperturbed: Δ L2 miss ratio"), "{table}");
+    assert!(table.contains("(one seed: no interval)"), "{table}");
+    for f in [
+        "sensitivity-miss.svg",
+        "sensitivity-throughput.svg",
+        "results.json",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let svg = std::fs::read_to_string(out.join("sensitivity-miss.svg")).unwrap();
+    assert!(svg.contains("twolf: code_kb"), "{svg}");
+    let err = run_err(&[
+        "reproduce",
+        "casc-sensitivity",
+        "--out",
+        o,
+        "--scale",
+        "1.5",
+    ]);
+    assert!(err.contains("--scale must be between 0 and 1"), "{err}");
+}
+
 /// The real-program suite: names in mixes, the cache directory, recording a window of
 /// a run, and a cached trace replayed as threads labelled `real:NAME`. The suite's
 /// own recordings (50 M instructions each) are too long for a test: a small window of

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The cachegrind oracle run on the real-program suite: each program of the suite runs
+# whole, on a small version of its input, once under cachegrind and once under
+# `cachesched replay` (valgrind lackey streamed into this project's cache model with
+# cachegrind's rules); the nine counters of the two `summary:` lines (instruction
+# fetches, data reads and writes, and their L1 and last-level misses) must be equal.
+# Full runs, because cachegrind cannot be limited to a window of instructions; small
+# inputs, because lackey runs about 1 M instructions per second.
+#
+# Inputs come from the suite's trace cache (`cachesched real record PROGRAM` writes them
+# there; the script says so if they are missing): the first 32 KiB of the generated
+# text, the suite's scripts, scene and model, and a database built natively from
+# load.sql with a twenty-fifth of its rows. Commands differ from the suite's in input
+# size (gnugo plays 3 moves at level 1, povray renders 32x24, the Lua script builds
+# trees of depth 8 instead of 16 and sieves to 20,000, stockfish searches its bench
+# positions to depth 1 with a 16 MB hash, glpsol solves a 20 x 60 problem, cc1 compiles a 17-line C file in place of the
+# 140-line one) and in two places in the work done (xz -3 instead of -9, whose start-up
+# clears 300 M instructions' worth of match-finder tables).
+#
+# Programs that read the clock (zstd's progress display, povray's statistics, Lua's
+# clock-seeded string hashes, stockfish's timing) do not repeat themselves exactly from
+# run to run, even under cachegrind; for those the script runs cachegrind twice more
+# and checks that replay's counters lie within the program's own spread (widened by
+# it), and says so.
+#
+# Usage: scripts/real-oracle.sh [--count] [PROGRAM...]
+#   --count  only run each program under cachegrind and print its instruction count
+# Caches: --I1 16384,4,32 --D1 8192,4,32 --LL 262144,8,32 (small, so that every level
+# misses often). Needs valgrind and the suite's packages; prints one line per program
+# and exits non-zero if any differs.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin=${CACHESCHED:-$repo/target/release/cachesched}
+count=0
+if [[ ${1:-} == --count ]]; then count=1; shift; fi
+cache=$("$bin" real path gzip | xargs dirname)
+[[ -f $cache/text.txt ]] || { echo "no inputs in $cache: run 'cachesched real record gzip' first" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+head -c 32768 "$cache/text.txt" > "$work/text.txt"
+head -n 6 "$cache/moves.gtp" > "$work/moves.gtp"
+sed -e 's/50000/2000/g; s/300000/12000/g; s/200000/8000/g' "$cache/load.sql" > "$work/load.sql"
+sqlite3 "$work/orders.db" ".read $work/load.sql"
+sed -e 's/50000/2000/g' "$cache/queries.sql" > "$work/queries.sql"
+cat > "$work/small.c" <<'C'
+struct node { struct node *next; unsigned key, count; };
+static unsigned hash(unsigned x) { x ^= x >> 16; x *= 0x45d9f3bu; return x ^ (x >> 16); }
+unsigned count(struct node **tab, unsigned n, const unsigned *keys, unsigned m) {
+    unsigned hits = 0;
+    for (unsigned i = 0; i < m; i++) {
+        struct node *p = tab[hash(keys[i]) % n];
+        while (p && p->key != keys[i]) p = p->next;
+        if (p) { p->count++; hits++; }
+    }
+    return hits;
+}
+double dot(const double *a, const double *b, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+C
+sed -e 's/16/8/g; s/400000/20000/g' "$cache/bench.lua" > "$work/bench.lua"
+sed -e 's/param m := 120;/param m := 20;/; s/param n := 400;/param n := 60;/' "$cache/transport.mod" > "$work/transport.mod"
+I1=16384,4,32 D1=8192,4,32 LL=262144,8,32
+failed=0
+# Both runs get the same, fixed environment (env -i): the environment's size moves the
+# stack and changes the dynamic loader's work, so runs with different environments
+# differ in a few dozen instructions and the misses they cause.
+one() {
+  local name=$1 vars=$2; shift 2
+  local -a fixed=(env -i PATH=/usr/bin:/bin:/usr/games HOME="$work")
+  # shellcheck disable=SC2206
+  fixed+=($vars)
+  if [[ ${#programs[@]} -gt 0 && ! " ${programs[*]} " == *" $name "* ]]; then return; fi
+  local cg t0 t1 ours theirs
+  "${fixed[@]}" valgrind -q --tool=cachegrind --cache-sim=yes --I1=$I1 --D1=$D1 --LL=$LL \
+    --cachegrind-out-file="$work/cg.out" "$@" >/dev/null 2>&1 </dev/null
+  theirs=$(sed -n 's/^summary: //p' "$work/cg.out")
+  if [[ $count == 1 ]]; then
+    printf '%-10s %6.1f M instructions\n' "$name" "$(awk '{print $1/1e6}' <<<"$theirs")"
+    return
+  fi
+  t0=$(date +%s.%N)
+  ours=$("${fixed[@]}" "$bin" replay --I1 $I1 --D1 $D1 --LL $LL -- "$@" | sed -n 's/^summary: //p')
+  t1=$(date +%s.%N)
+  if [[ "$ours" == "$theirs" ]]; then
+    printf '%-10s equal   %s  (%.1f M instructions, replay %.0f s)\n' "$name" "$ours" \
+      "$(awk '{print $1/1e6}' <<<"$ours")" "$(echo "$t1 - $t0" | bc)"
+    return
+  fi
+  # Different: is the program itself the same from run to run? Two more cachegrind
+  # runs; a program whose runs differ (it reads the clock, seeds hashes from it) can
+  # only be checked against its own spread.
+  local more=()
+  for _ in 1 2; do
+    "${fixed[@]}" valgrind -q --tool=cachegrind --cache-sim=yes --I1=$I1 --D1=$D1 --LL=$LL \
+      --cachegrind-out-file="$work/cg.out" "$@" >/dev/null 2>&1 </dev/null
+    more+=("$(sed -n 's/^summary: //p' "$work/cg.out")")
+  done
+  python3 - "$name" "$ours" "$theirs" "${more[@]}" <<'PY' || failed=1
+import sys
+name, ours, *cg = sys.argv[1:]
+ours = [int(x) for x in ours.split()]
+cg = [[int(x) for x in c.split()] for c in cg]
+lo = [min(c[i] for c in cg) for i in range(9)]
+hi = [max(c[i] for c in cg) for i in range(9)]
+if lo == hi:
+    print(f"{name:10} DIFFER  (the program repeats itself under cachegrind, replay does not)")
+    print(f"  replay     {' '.join(map(str, ours))}\n  cachegrind {' '.join(map(str, cg[0]))}")
+    sys.exit(1)
+# inside the program's own run-to-run range, widened by that range
+inside = all(l - (h - l) <= o <= h + (h - l) for o, l, h in zip(ours, lo, hi))
+worst = max(abs(o - (l + h) / 2) / max(m, 1) for o, l, h, m in zip(ours, lo, hi, cg[0]))
+print(f"{name:10} {'varies ' if inside else 'OUTSIDE'} the program's three cachegrind runs differ by up to "
+      f"{max((h - l) / max(m, 1) for l, h, m in zip(lo, hi, cg[0])):.2e} of a counter (instructions "
+      f"{lo[0]}-{hi[0]}); replay is {'inside' if inside else 'outside'} that range widened by itself "
+      f"(largest relative distance from its middle {worst:.2e})")
+print(f"  replay     {' '.join(map(str, ours))}")
+for c in cg:
+    print(f"  cachegrind {' '.join(map(str, c))}")
+sys.exit(0 if inside else 1)
+PY
+}
+programs=("$@")
+c=$cache w=$work
+one gzip "" gzip -9 -c $w/text.txt
+one bzip2 "" bzip2 -9 -c $w/text.txt
+one xz "" xz -3 -T1 -c $w/text.txt
+one zstd "" zstd --single-thread -3 -c $w/text.txt
+one sort "LC_ALL=C" sort -S 256M --parallel=1 -o /dev/null $w/text.txt
+one cc1 "" "$(gcc -print-prog-name=cc1)" -quiet -O2 $w/small.c -o /dev/null
+one perl "PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0" perl $c/words.pl $w/text.txt
+one python3 "PYTHONHASHSEED=0" /usr/bin/python3 $c/work.py $w/text.txt
+one lua "" lua5.4 $w/bench.lua
+one sqlite3 "" sqlite3 $w/orders.db ".read $w/queries.sql"
+one stockfish "" /usr/games/stockfish bench 16 1 1
+one gnugo "" /usr/games/gnugo --mode gtp --gtp-input $w/moves.gtp --level 1 --seed 1 --quiet
+one povray "" povray -D +WT1 +W32 +H24 +A0.3 +I$c/scene.pov +O$w/scene.png
+one glpsol "" glpsol --math $w/transport.mod --seed 1
+exit $failed
