@@ -35,8 +35,10 @@
 //! The numeric miss ratios are the model's own, measured from the generated streams by
 //! `cachesched workloads` (and `cachesched mrc` for whole curves), written in
 //! `docs/workloads.md`, and checked against the classes above by tests; they are not
-//! fitted to a published per-benchmark table (Cantin & Hill's SPEC CPU2000 tables,
-//! UW-Madison 2003, would be the reference to fit against).
+//! fitted to a published per-benchmark table. `docs/workloads.md` sets them beside the
+//! published figures found (SPEC CPU2006 L1D and L2 on a Xeon; the 1 MB L2 misses of
+//! art, mcf, twolf, vpr and parser from Qureshi et al., ISCA 2007), which several
+//! SPEC CPU2000 profiles miss by large factors; fitting them is open.
 
 use crate::workload::{LocalityModel, Pattern, Region, Scope};
 
