@@ -13,6 +13,7 @@ use crate::simulate_cmd::write_file;
 use anyhow::{bail, Result};
 use cachesched_policies::casc::{CascConfig, Secondary};
 use cachesched_policies::PolicySpec;
+use cachesched_sim::workload::LocalityModel;
 use cachesched_sim::{Baseline, KernelConfig, MachineSpec, RunResult, ThreadGroup};
 use clap::{Args, Subcommand};
 use std::fmt::Write as _;
@@ -69,25 +70,66 @@ pub(crate) const PAPER_IPS_CHANGE: (f64, f64) = (28.0, 50.0);
 const PAPER_CV: (f64, f64) = (0.43, 0.90);
 pub(crate) const PROFILES: [&str; 3] = ["art", "twolf", "bdb"];
 
+/// The paper's 18 threads, 6 of each profile arriving interleaved; with `replace`, the
+/// named profile's threads run the given model instead (labelled with the profile's
+/// name, so per-thread results keep it).
+pub(crate) fn casc_threads(replace: Option<(&str, &LocalityModel)>) -> Vec<ThreadGroup> {
+    (0..18)
+        .map(|i| {
+            let p = PROFILES[i % 3];
+            match replace {
+                Some((w, m)) if w == p => ThreadGroup {
+                    profile: None,
+                    model: Some(m.clone()),
+                    label: Some(p.to_string()),
+                    ..ThreadGroup::of(p, 1)
+                },
+                _ => ThreadGroup::of(p, 1),
+            }
+        })
+        .collect()
+}
+
+/// The paper's experiment on niagara-2c under the Solaris-TS-like baseline, sampled
+/// every 10 ms, with these variants and L2 sizes.
+pub(crate) fn casc_experiment(
+    name: &str,
+    description: String,
+    timing: (f64, f64, &[u64]),
+    variants: Vec<Variant>,
+    l2_kb: Vec<u64>,
+    metrics: &[&str],
+) -> Scenario {
+    let (warmup_ms, duration_ms, seeds) = timing;
+    Scenario {
+        name: name.into(),
+        description,
+        machine: MachineSpec::Preset("niagara-2c".into()),
+        threads: casc_threads(None),
+        kernel: KernelConfig {
+            baseline: Baseline::Ts,
+            ..Default::default()
+        },
+        duration_ms,
+        warmup_ms,
+        sample_ms: 10.0,
+        seeds: seeds.to_vec(),
+        variants,
+        sweep: Some(Sweep { llc_kb: l2_kb }),
+        metrics: metrics.iter().map(|m| m.to_string()).collect(),
+    }
+}
+
 fn casc_scenario(a: &CascArgs) -> Scenario {
     let calibrated = CascConfig {
         secondary: Secondary::Calibrated,
         ..Default::default()
     };
-    Scenario {
-        name: "casc".into(),
-        description: "CASC paper, Figures 5-7: niagara-2c, 6 art + 6 twolf + 6 Berkeley DB (interleaved arrival), Solaris-TS-like baseline vs CASC".into(),
-        machine: MachineSpec::Preset("niagara-2c".into()),
-        threads: (0..18).map(|i| ThreadGroup::of(PROFILES[i % 3], 1)).collect(),
-        kernel: KernelConfig {
-            baseline: Baseline::Ts,
-            ..Default::default()
-        },
-        duration_ms: a.duration_ms,
-        warmup_ms: a.warmup_ms,
-        sample_ms: 10.0,
-        seeds: a.seeds.clone(),
-        variants: vec![
+    casc_experiment(
+        "casc",
+        "CASC paper, Figures 5-7: niagara-2c, 6 art + 6 twolf + 6 Berkeley DB (interleaved arrival), Solaris-TS-like baseline vs CASC".into(),
+        (a.warmup_ms, a.duration_ms, &a.seeds),
+        vec![
             Variant {
                 label: "ts".into(),
                 policies: Vec::new(),
@@ -112,13 +154,9 @@ fn casc_scenario(a: &CascArgs) -> Scenario {
                 ..Default::default()
             },
         ],
-        sweep: Some(Sweep {
-            llc_kb: a.l2_kb.clone(),
-        }),
-        metrics: ["l2_miss_ratio", "ips", "cpu_share_cv", "llc_mpki"]
-            .map(String::from)
-            .to_vec(),
-    }
+        a.l2_kb.clone(),
+        &["l2_miss_ratio", "ips", "cpu_share_cv", "llc_mpki"],
+    )
 }
 
 /// Mean of metric `m` over the runs of variant `v` at size `kb`.

@@ -14,8 +14,10 @@
 //! profile parameters and stay put. Every perturbed workload runs under both the
 //! baseline and CASC, so each row is a paired comparison of its own.
 
-use crate::experiment::{metric, run_scenario, Scenario, Sweep, Variant};
-use crate::reproduce::{PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES};
+use crate::experiment::{metric, run_scenario, Variant};
+use crate::reproduce::{
+    casc_experiment, casc_threads, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES,
+};
 use crate::simulate_cmd::write_file;
 use crate::svg::{range_chart, RangeRow};
 use anyhow::{bail, Result};
@@ -23,7 +25,7 @@ use cachesched_policies::casc::CascConfig;
 use cachesched_policies::PolicySpec;
 use cachesched_sim::result::mean_ci95;
 use cachesched_sim::workload::{profile, LocalityModel, Pattern};
-use cachesched_sim::{Baseline, KernelConfig, MachineSpec, ThreadGroup};
+use cachesched_sim::ThreadGroup;
 use clap::Args;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -180,30 +182,11 @@ struct Case {
     threads: Vec<ThreadGroup>,
 }
 
-/// The 18 threads, interleaved as in `reproduce casc`, with `model` in place of profile
-/// `which`'s (labelled with the profile's name, so per-thread results keep it).
-fn mix(which: Option<(&str, &LocalityModel)>) -> Vec<ThreadGroup> {
-    (0..18)
-        .map(|i| {
-            let p = PROFILES[i % 3];
-            match which {
-                Some((w, m)) if w == p => ThreadGroup {
-                    profile: None,
-                    model: Some(m.clone()),
-                    label: Some(p.to_string()),
-                    ..ThreadGroup::of(p, 1)
-                },
-                _ => ThreadGroup::of(p, 1),
-            }
-        })
-        .collect()
-}
-
 fn cases(a: &SensitivityArgs) -> Result<Vec<Case>> {
     let mut v = vec![Case {
         label: "unperturbed".into(),
         moved: None,
-        threads: mix(None),
+        threads: casc_threads(None),
     }];
     let wanted = |name: &str| {
         a.only.is_empty()
@@ -225,7 +208,7 @@ fn cases(a: &SensitivityArgs) -> Result<Vec<Case>> {
                 v.push(Case {
                     label: format!("{name} {sign}{:.0}%", a.scale * 100.0),
                     moved: Some((p, k.name(&base), x, set)),
-                    threads: mix(Some((p, &m))),
+                    threads: casc_threads(Some((p, &m))),
                 });
             }
         }
@@ -259,30 +242,19 @@ pub fn run(a: SensitivityArgs) -> Result<i32> {
             ..Default::default()
         });
     }
-    let sc = Scenario {
-        name: "casc-sensitivity".into(),
-        description: format!(
+    let sc = casc_experiment(
+        "casc-sensitivity",
+        format!(
             "CASC's headline at {} KB (niagara-2c, 6 art + 6 twolf + 6 bdb, TS baseline vs CASC) \
              with one profile parameter moved by ±{:.0}% at a time",
             a.l2_kb,
             a.scale * 100.0
         ),
-        machine: MachineSpec::Preset("niagara-2c".into()),
-        threads: mix(None),
-        kernel: KernelConfig {
-            baseline: Baseline::Ts,
-            ..Default::default()
-        },
-        duration_ms: a.duration_ms,
-        warmup_ms: a.warmup_ms,
-        sample_ms: 10.0,
-        seeds: a.seeds.clone(),
+        (a.warmup_ms, a.duration_ms, &a.seeds),
         variants,
-        sweep: Some(Sweep {
-            llc_kb: vec![a.l2_kb],
-        }),
-        metrics: ["l2_miss_ratio", "ips"].map(String::from).to_vec(),
-    };
+        vec![a.l2_kb],
+        &["l2_miss_ratio", "ips"],
+    );
     sc.validate()?;
     let Some((jobs, runs)) = run_scenario(&sc, &a.out, a.jobs)? else {
         return Ok(130);

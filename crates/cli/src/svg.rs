@@ -55,6 +55,20 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// The plot area's frame and the x-axis label centred below it at height `y`.
+fn frame_and_x_label(s: &mut String, (ml, mt, pw, ph): (f64, f64, f64, f64), y: f64, label: &str) {
+    let _ = writeln!(
+        s,
+        r##"<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{y:.1}" text-anchor="middle">{}</text>"#,
+        ml + pw / 2.0,
+        esc(label)
+    );
+}
+
 /// Renders a line chart. `x_labels`, if given, replaces numeric x tick labels (for
 /// categorical axes: x = 0, 1, 2, …).
 pub fn line_chart(
@@ -159,17 +173,7 @@ pub fn line_chart(
             esc(&label)
         );
     }
-    let _ = writeln!(
-        s,
-        r##"<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-        ml + pw / 2.0,
-        h - 15.0,
-        esc(x_label)
-    );
+    frame_and_x_label(&mut s, (ml, mt, pw, ph), h - 15.0, x_label);
     let _ = writeln!(
         s,
         r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">{}</text>"#,
@@ -333,17 +337,7 @@ pub fn range_chart(
         r##"<line x1="{bx:.1}" y1="{mt}" x2="{bx:.1}" y2="{:.1}" stroke="#333" stroke-dasharray="4,3"/>"##,
         mt + ph
     );
-    let _ = writeln!(
-        s,
-        r##"<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-        ml + pw / 2.0,
-        h - 12.0,
-        esc(x_label)
-    );
+    frame_and_x_label(&mut s, (ml, mt, pw, ph), h - 12.0, x_label);
     // legend
     let ly = 40.0;
     for (i, (c, label)) in [
