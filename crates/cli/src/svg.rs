@@ -55,6 +55,23 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// The start of an SVG document of `w` × `h` with a white background and `title`
+/// centred at (x, y) in the given font size.
+fn open_svg((w, h): (f64, f64), font: u32, (x, y, size): (f64, f64, u32), title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="{font}">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{x}" y="{y}" font-size="{size}" text-anchor="middle">{}</text>"#,
+        esc(title)
+    );
+    s
+}
+
 /// The plot area's frame and the x-axis label centred below it at height `y`.
 fn frame_and_x_label(s: &mut String, (ml, mt, pw, ph): (f64, f64, f64, f64), y: f64, label: &str) {
     let _ = writeln!(
@@ -115,18 +132,7 @@ pub fn line_chart(
     y1 += (y1 - y0) * 0.05;
     let sx = |x: f64| ml + (x - x0) / (x1 - x0) * pw;
     let sy = |y: f64| mt + ph - (y - y0) / (y1 - y0) * ph;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="22" font-size="15" text-anchor="middle">{}</text>"#,
-        ml + pw / 2.0,
-        esc(title)
-    );
+    let mut s = open_svg((w, h), 12, (ml + pw / 2.0, 22.0, 15), title);
     for t in nice_ticks(y0, y1, 6) {
         let y = sy(t);
         let _ = writeln!(
@@ -262,18 +268,7 @@ pub fn range_chart(
     let pad = (x1 - x0) * 0.04;
     (x0, x1) = (x0 - pad, x1 + pad);
     let sx = |x: f64| ml + (x - x0) / (x1 - x0) * pw;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="20" font-size="14" text-anchor="middle">{}</text>"#,
-        w / 2.0,
-        esc(title)
-    );
+    let mut s = open_svg((w, h), 11, (w / 2.0, 20.0, 14), title);
     if let Some((lo, hi, label)) = band {
         let (a, b) = (sx(lo.min(hi)), sx(lo.max(hi)));
         let _ = writeln!(
