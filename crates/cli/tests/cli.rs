@@ -360,6 +360,8 @@ fn reproduce_casc_sensitivity_moves_one_parameter_both_ways() {
         .unwrap_or_else(|| panic!("{table}"));
     let cells: Vec<&str> = row.split('|').map(str::trim).collect();
     assert_eq!((cells[3], cells[4], cells[7]), ("16", "12", "20"), "{row}");
+    // the paired change against the unperturbed workload, low / high
+    assert_eq!(cells[10].matches(" / ").count(), 1, "{row}");
     assert!(table.contains("Unperturbed: Δ L2 miss ratio"), "{table}");
     assert!(table.contains("(one seed: no interval)"), "{table}");
     for f in [
