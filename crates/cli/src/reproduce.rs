@@ -132,7 +132,6 @@ fn casc_scenario(a: &CascArgs) -> Scenario {
         vec![
             Variant {
                 label: "ts".into(),
-                policies: Vec::new(),
                 ..Default::default()
             },
             Variant {
@@ -213,7 +212,8 @@ fn classification(r: &RunResult, truth: &[(String, f64)]) -> Option<(usize, usiz
     Some((right, pairs.len()))
 }
 
-fn pct(new: f64, old: f64) -> f64 {
+/// Relative change from `old` to `new`, in percent.
+pub(crate) fn pct(new: f64, old: f64) -> f64 {
     100.0 * (new - old) / old
 }
 
@@ -391,10 +391,16 @@ fn casc(a: CascArgs) -> Result<i32> {
          `cpu_share_cv.svg` (Fig. 7, as one number per run), `llc_mpki.svg`; per-thread CPU shares \
          and PCMRs are in `results.json`. Decision cost: `cachesched bench casc`."
     )?;
-    write_file(&a.out.join("paper-vs-measured.md"), &md)?;
-    println!("\n{md}");
-    println!("wrote {}", a.out.join("paper-vs-measured.md").display());
+    write_report(&a.out.join("paper-vs-measured.md"), &md)?;
     Ok(0)
+}
+
+/// Writes a reproduction's report to `path` and prints it.
+pub(crate) fn write_report(path: &std::path::Path, md: &str) -> Result<()> {
+    write_file(path, md)?;
+    println!("\n{md}");
+    println!("wrote {}", path.display());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 
 use crate::experiment::{metric, run_scenario, Variant};
 use crate::reproduce::{
-    casc_experiment, casc_threads, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES,
+    casc_experiment, casc_threads, pct, write_report, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES,
 };
 use crate::simulate_cmd::write_file;
 use crate::svg::{range_chart, RangeRow};
@@ -271,27 +271,23 @@ pub fn run(a: SensitivityArgs) -> Result<i32> {
                         .and_then(|(_, r)| metric(r, m))
                         .expect("every run present")
                 };
-                100.0 * (get(2 * ci + 1) - get(2 * ci)) / get(2 * ci)
+                pct(get(2 * ci + 1), get(2 * ci))
             })
             .collect()
     };
     let change = |ci: usize, m: &str| mean_ci95(&per_seed(ci, m));
-    // how far a case's change lies from the unperturbed one, paired by seed (points)
-    let against_base = |ci: usize, m: &str| {
-        let d: Vec<f64> = per_seed(ci, m)
+    // how far a case's miss-ratio change lies from the unperturbed one, paired by seed
+    // (points)
+    let base_seeds = per_seed(0, "l2_miss_ratio");
+    let against_base = |ci: usize| {
+        let d: Vec<f64> = per_seed(ci, "l2_miss_ratio")
             .iter()
-            .zip(per_seed(0, m))
+            .zip(&base_seeds)
             .map(|(x, b)| x - b)
             .collect();
         mean_ci95(&d)
     };
-    let fmt = |(m, h): (f64, f64)| {
-        if h.is_finite() {
-            format!("{m:+.1}% ± {h:.1}")
-        } else {
-            format!("{m:+.1}%")
-        }
-    };
+    let fmt = |v| with_interval(v, "%");
     let (base_miss, base_ips) = (change(0, "l2_miss_ratio"), change(0, "ips"));
     let mut md = String::new();
     writeln!(md, "# CASC's headline against the profiles' parameters\n")?;
@@ -330,25 +326,21 @@ pub fn run(a: SensitivityArgs) -> Result<i32> {
     writeln!(md, "|---|---|---|---|---|---|---|---|---|---|")?;
     let mut miss_rows = Vec::new();
     let mut ips_rows = Vec::new();
-    let mut ci = 1;
-    while ci + 1 < cases.len() {
-        let (lo, hi) = (&cases[ci], &cases[ci + 1]);
+    // the perturbed cases come in pairs, low then high, after the unperturbed one
+    for (k, pair) in cases[1..].chunks(2).enumerate() {
+        let ci = 1 + 2 * k;
+        let [lo, hi] = pair else {
+            bail!("perturbations come in pairs");
+        };
         let (Some((p, name, x, xl)), Some((_, _, _, xh))) = (&lo.moved, &hi.moved) else {
             bail!("perturbations come in pairs");
         };
         let (ml, mh) = (change(ci, "l2_miss_ratio"), change(ci + 1, "l2_miss_ratio"));
         let (il, ih) = (change(ci, "ips"), change(ci + 1, "ips"));
-        let points = |(m, h): (f64, f64)| {
-            if h.is_finite() {
-                format!("{m:+.1} ± {h:.1}")
-            } else {
-                format!("{m:+.1}")
-            }
-        };
         let moved = format!(
             "{} / {}",
-            points(against_base(ci, "l2_miss_ratio")),
-            points(against_base(ci + 1, "l2_miss_ratio"))
+            with_interval(against_base(ci), ""),
+            with_interval(against_base(ci + 1), "")
         );
         let num = |v: f64| {
             if v.fract() == 0.0 {
@@ -379,7 +371,6 @@ pub fn run(a: SensitivityArgs) -> Result<i32> {
             low: il.0,
             high: ih.0,
         });
-        ci += 2;
     }
     writeln!(md)?;
     for (file, title, rows, base, band) in [
@@ -414,10 +405,17 @@ pub fn run(a: SensitivityArgs) -> Result<i32> {
         )?;
         writeln!(md, "![{title}]({file})\n")?;
     }
-    write_file(&a.out.join("sensitivity.md"), &md)?;
-    println!("\n{md}");
-    println!("wrote {}", a.out.join("sensitivity.md").display());
+    write_report(&a.out.join("sensitivity.md"), &md)?;
     Ok(0)
+}
+
+/// A mean with `unit` and, when there is one, its 95% half-width: `-35.8% ± 6.8`.
+fn with_interval((m, h): (f64, f64), unit: &str) -> String {
+    if h.is_finite() {
+        format!("{m:+.1}{unit} ± {h:.1}")
+    } else {
+        format!("{m:+.1}{unit}")
+    }
 }
 
 #[cfg(test)]
