@@ -32,13 +32,17 @@
 //!   reference/native inputs (SPEC CPU2000/2006 documentation, Bienia et al., PARSEC,
 //!   PACT 2008), not exact sizes.
 //!
+//! - **Published miss figures**, where they were found: the large regions of art, mcf,
+//!   twolf, vpr and parser are fitted to the LRU L2 misses of Qureshi et al., "Adaptive
+//!   Insertion Policies for High Performance Caching", ISCA 2007 (DIP): Table 2 (1 MB,
+//!   all five) and Figure 3 (art's and mcf's whole curves, 0.06–2 MB and 0.1–8 MB).
+//!   The SPEC CPU2006 profiles' short reuse is fitted to published L1D figures.
+//!
 //! The numeric miss ratios are the model's own, measured from the generated streams by
 //! `cachesched workloads` (and `cachesched mrc` for whole curves), written in
-//! `docs/workloads.md`, and checked against the classes above by tests; they are not
-//! fitted to a published per-benchmark table. `docs/workloads.md` sets them beside the
-//! published figures found (SPEC CPU2006 L1D and L2 on a Xeon; the 1 MB L2 misses of
-//! art, mcf, twolf, vpr and parser from Qureshi et al., ISCA 2007), which several
-//! SPEC CPU2000 profiles miss by large factors; fitting them is open.
+//! `docs/workloads.md` beside the published figures, and checked by tests against
+//! those figures and the classes above. Every fitted value, and why, is in the history
+//! at the end of `docs/workloads.md`.
 
 use crate::workload::{LocalityModel, Pattern, Region, Scope};
 
@@ -121,13 +125,22 @@ pub fn benchmarks() -> Vec<Benchmark> {
         Benchmark {
             name: "art",
             suite: "SPEC CPU2000",
-            emulates: "179.art: repeated scans over ~3 MB of network arrays, a new 64-byte line per scan access (one or two fields of each 64-byte f1_neuron per sweep; column walks of the weight rows); LRU thrashes until they fit (greedy below 4 MB)",
-            source: CASC,
-            // Scan stride 64 B from 179.art's scanner.c (docs/workloads.md, history):
-            // its sweeps read and write one or two fields of each 64-byte f1_neuron and
-            // its dominant loop walks a column of the bus weights (one double per row).
+            emulates: "179.art: repeated sweeps over its neural-network arrays, a new 64-byte line per sweep access (one or two fields of each 64-byte f1_neuron; column walks of the weight rows); LRU misses ~50 per 1,000 instructions until ~0.5 MB, 39 at 1 MB, and falls off a cliff at ~1.3 MB, where the kernel's ~1.5 MB working set fits (DIP, Fig. 3)",
+            source: "CASC paper §5.3.2; Qureshi et al., ISCA 2007 (DIP), Table 2 and Fig. 3",
+            // Fitted to DIP's Figure 3 (1 MB 16-way LRU L2; docs/workloads.md,
+            // history): the regions' sizes and weights minimise the mean distance to its
+            // 16 points from 0.25 to 2 MB. The sweeps keep the 64-byte stride of
+            // 179.art's scanner.c (one or two fields of each 64-byte f1_neuron; a column
+            // of the bus weights). In a mixture every region's reuse distance includes
+            // the others' lines, so the kernel sweep (778 KB) misses up to ~1.25 MB.
             model: model(
-                vec![region(3 * 1024, 0.7, Pattern::Stream { stride: 64 }), random(1024, 0.1), random(16, 0.2)],
+                vec![
+                    region(63, 0.0521, Pattern::Stream { stride: 64 }),
+                    region(778, 0.356, Pattern::Stream { stride: 64 }),
+                    random(537, 0.148),
+                    random(2646, 0.0636),
+                    random(16, 0.380),
+                ],
                 1.5,
                 0.1,
                 8,
@@ -136,14 +149,36 @@ pub fn benchmarks() -> Vec<Benchmark> {
         Benchmark {
             name: "mcf",
             suite: "SPEC CPU2000",
-            emulates: "181.mcf: pointer chasing through ~96 MB of arcs and nodes; greedy at every cache size",
-            source: AFFINITY,
-            model: model(
-                vec![chase(96 * 1024, 0.3), random(256, 0.1), random(1024, 0.1), random(8 * 1024, 0.1), random(32, 0.4)],
-                2.0,
-                0.15,
-                8,
-            ),
+            emulates: "181.mcf: linked-list traversals of arcs and nodes (a ~3.5 MB kernel structure), the rest of a ~100 MB network touched rarely; LRU misses 136 per 1,000 instructions at 1 MB, falls off cliffs at ~3.5 and ~6.3 MB to ~7 at 8 MB (DIP, Fig. 3)",
+            source: "cache-affinity paper §2.1, §2.3; Qureshi et al., ISCA 2007 (DIP), Table 2 and Fig. 3",
+            // Fitted to DIP's Figure 3 (docs/workloads.md, history): sizes, weights and
+            // the short reuse minimise the mean distance to its 20 points from 0.25 to
+            // 8 MB. Two chases give the two cliffs (in a mixture each one's reuse
+            // distance includes the other regions' lines, so the kernel chase is
+            // 1.8 MB for a cliff at ~3.5 MB), a random region the slope between them,
+            // a 96 MB chase the floor. A tenth of the data accesses go to the stack,
+            // not the default 0.3: the kernel (84% of the misses, DIP Fig. 2) is a loop
+            // over list fields with its variables in registers, and with 0.3 no short
+            // reuse reaches DIP's 136 misses per 1,000 instructions (at most ~63).
+            model: LocalityModel {
+                stack_fraction: 0.1,
+                ..with_recent(
+                    0.127,
+                    model(
+                        vec![
+                            chase(1850, 0.473),
+                            chase(1304, 0.102),
+                            random(3471, 0.330),
+                            chase(96 * 1024, 0.0200),
+                            random(256, 0.0151),
+                            random(32, 0.0604),
+                        ],
+                        2.0,
+                        0.15,
+                        8,
+                    ),
+                )
+            },
         },
         Benchmark {
             name: "gzip",
@@ -160,10 +195,11 @@ pub fn benchmarks() -> Vec<Benchmark> {
         Benchmark {
             name: "twolf",
             suite: "SPEC CPU2000",
-            emulates: "300.twolf: placement over ~2 MB with strong reuse of ~40 KB; frugal from ~96 KB (CASC's per-context share of 768 KB)",
-            source: CASC,
+            emulates: "300.twolf: placement over ~2 MB with strong reuse of ~40 KB; 3.5 misses per 1,000 instructions at 1 MB (DIP, Table 2), several times fewer than art at CASC's 768 KB",
+            source: "CASC paper §5.3.2; Qureshi et al., ISCA 2007 (DIP), Table 2",
             model: model(
-                vec![random(8, 0.55), random(32, 0.3), random(128, 0.11), random(1024, 0.03), random(2048, 0.01)],
+                // the two large regions' weights ×3.25 to DIP's 1 MB figure (docs/workloads.md)
+                vec![random(8, 0.55), random(32, 0.3), random(128, 0.11), random(1024, 0.0975), random(2048, 0.0325)],
                 3.0,
                 0.15,
                 16,
@@ -172,10 +208,11 @@ pub fn benchmarks() -> Vec<Benchmark> {
         Benchmark {
             name: "vpr",
             suite: "SPEC CPU2000",
-            emulates: "175.vpr: FPGA place and route over a few MB with good reuse; like twolf, somewhat larger",
-            source: FAIR,
+            emulates: "175.vpr: FPGA place and route over a few MB with good reuse; like twolf, somewhat larger; 2.2 misses per 1,000 instructions at 1 MB (DIP, Table 2)",
+            source: "cache-fair paper §3; Qureshi et al., ISCA 2007 (DIP), Table 2",
             model: model(
-                vec![random(16, 0.45), random(128, 0.25), random(512, 0.2), random(2048, 0.05), random(4096, 0.05)],
+                // the two large regions' weights ×0.33 to DIP's 1 MB figure (docs/workloads.md)
+                vec![random(16, 0.45), random(128, 0.25), random(512, 0.2), random(2048, 0.0166), random(4096, 0.0166)],
                 2.5,
                 0.15,
                 16,
@@ -208,10 +245,11 @@ pub fn benchmarks() -> Vec<Benchmark> {
         Benchmark {
             name: "parser",
             suite: "SPEC CPU2000",
-            emulates: "197.parser: dictionary lookups over ~32 MB; memory-bound, greedy at the papers' L2 sizes",
-            source: AFFINITY,
+            emulates: "197.parser: dictionary lookups with hot data of a few hundred KB and a ~32 MB dictionary touched rarely; 1.6 misses per 1,000 instructions at 1 MB (DIP, Table 2), several times more below 512 KB",
+            source: "cache-affinity paper §2.3; Qureshi et al., ISCA 2007 (DIP), Table 2",
             model: model(
-                vec![random(32, 0.45), random(256, 0.2), random(1024, 0.17), random(4096, 0.1), random(32 * 1024, 0.08)],
+                // the three large regions' weights ×0.05 to DIP's 1 MB figure (docs/workloads.md)
+                vec![random(32, 0.45), random(256, 0.2), random(1024, 0.0085), random(4096, 0.005), random(32 * 1024, 0.004)],
                 2.0,
                 0.15,
                 32,
@@ -391,8 +429,7 @@ mod tests {
     /// once its arrays fit.
     #[test]
     fn casc_classes_at_768_kb() {
-        // art's warm-up covers several passes over its 3 MB arrays (about a fifth of
-        // its accesses are scan draws, a new line each)
+        // art's warm-up covers several passes over its sweeps (a new line each)
         let art = curve("art", 3_000_000, 1_500_000);
         let twolf = curve("twolf", 600_000, 1_500_000);
         let bdb = curve("bdb", 600_000, 1_500_000);
@@ -416,12 +453,12 @@ mod tests {
         // twolf is sensitive in the small caches of the CASC sweep
         let (t48, t768) = (mr(&twolf, 48), mr(&twolf, 768));
         assert!(t48 > 3.0 * t768, "twolf 48 KB {t48} vs 768 KB {t768}");
-        // art's scan fits at 4 MB: a cliff, not a slope
+        // art's kernel fits at ~1.3 MB (DIP, Fig. 3): a cliff, not a slope
         assert!(
-            mr(&art, 4096) < 0.3 * mr(&art, 2048),
+            mr(&art, 1536) < 0.3 * mr(&art, 1024),
             "{} {}",
-            mr(&art, 2048),
-            mr(&art, 4096)
+            mr(&art, 1024),
+            mr(&art, 1536)
         );
     }
 
@@ -487,6 +524,37 @@ mod tests {
         }
     }
 
+    /// The SPEC CPU2000 profiles against DIP's 1 MB L2 figures (Table 2) and, for art
+    /// and mcf, its whole curves (Fig. 3), to which their regions were fitted: the
+    /// 1 MB figure within 10% for all five, the curves within a mean distance of 3
+    /// misses per 1,000 instructions (art's points span 6–51, mcf's 7–139; the fits
+    /// reached 1.9 and 1.5), and art's and mcf's cliffs where DIP has them (art's at
+    /// 1.25–1.375 MB, mcf's at 3.25–4 MB). Moving a large region's size or weight by
+    /// a quarter breaks one of these.
+    #[test]
+    fn spec2000_profiles_against_dip() {
+        use crate::workload::published::{
+            mean_distance, mpki_at, DIP_1MB_MPKI, DIP_ART_CURVE, DIP_MCF_CURVE,
+        };
+        for (n, dip) in DIP_1MB_MPKI {
+            let model = benchmark(n).expect("profile exists").model;
+            let sd = crate::trace::mrc::model_curve(&model, 11, 6_000_000, 3_000_000);
+            let m = mpki_at(&model, &sd, 1.0);
+            assert!((m / dip - 1.0).abs() < 0.1, "{n}: {m} at 1 MB, DIP {dip}");
+            let (points, before, after): (&[(f64, f64)], f64, f64) = match n {
+                "art" => (&DIP_ART_CURVE, 1.25, 1.375),
+                "mcf" => (&DIP_MCF_CURVE, 3.25, 4.0),
+                _ => continue,
+            };
+            let dist = mean_distance(&model, &sd, points);
+            assert!(dist < 3.0, "{n}: mean distance {dist} to DIP's curve");
+            assert!(
+                mpki_at(&model, &sd, after) < 0.6 * mpki_at(&model, &sd, before),
+                "{n}: no cliff between {before} and {after} MB"
+            );
+        }
+    }
+
     /// The SPEC CPU2006 profiles against the programs' measured L1D and L2 figures
     /// (Navarro-Torres et al., PLOS ONE 14(8) e0220135, 2019: Xeon Gold 5120, 32 KB
     /// 8-way L1D, 1 MB L2, prefetchers off; `docs/workloads.md`, "Short reuse"). The
@@ -518,12 +586,20 @@ mod tests {
     /// Every program-like profile misses a four-line (256 B) cache about as often as
     /// the real programs traced here (0.285–0.435; `docs/workloads.md`, "Short
     /// reuse"): without the short-reuse accesses they miss it 0.63 of the time.
+    /// mcf is the exception the published data demands: DIP's 136 misses per 1,000
+    /// instructions at 1 MB are 0.41 of its accesses, which then miss four lines too;
+    /// it is held below 0.6.
     #[test]
     fn short_reuse_as_real_programs_have_it() {
         for b in benchmarks() {
             let sd = crate::trace::mrc::model_curve(&b.model, 11, 200_000, 400_000);
             let m = sd.miss_ratio(4);
-            assert!((0.15..0.45).contains(&m), "{}: {m}", b.name);
+            let range = if b.name == "mcf" {
+                0.41..0.6
+            } else {
+                0.15..0.45
+            };
+            assert!(range.contains(&m), "{}: {m}", b.name);
         }
     }
 }

@@ -9,6 +9,7 @@
 //! regions.
 
 pub mod benchmarks;
+pub mod published;
 pub mod reuse;
 
 use cachesched_core::rng::StreamRng;
