@@ -426,8 +426,8 @@ mod tests {
     fn every_profile_parameter_is_moved_both_ways() {
         let art = profile("art").unwrap();
         let knobs = Knob::all(&art);
-        // 3 regions: size and weight each, one scan stride; gap, writes, code, recent
-        assert_eq!(knobs.len(), 3 * 2 + 1 + 4, "{knobs:?}");
+        // 5 regions: size and weight each, two sweep strides; gap, writes, code, recent
+        assert_eq!(knobs.len(), 5 * 2 + 2 + 4, "{knobs:?}");
         let (m, set) = Knob::Stride(0).set(&art, 16.0 * 0.75);
         assert_eq!(set, 12.0);
         assert_eq!(m.regions[0].pattern, Pattern::Stream { stride: 12 });

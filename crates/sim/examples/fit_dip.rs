@@ -1,7 +1,7 @@
 //! How the SPEC CPU2000 profiles' large regions were fitted to DIP's published LRU
 //! curves (`cachesched_sim::workload::published`; `docs/workloads.md`, history).
 //!
-//! `cargo run --release -p cachesched-sim --example fit_dip -- art|mcf|scale`
+//! `cargo run --release -p cachesched-sim --example fit_dip -- art|mcf|scale|check`
 //!
 //! - `art`, `mcf`: coordinate descent, in log space, of the regions' sizes and weights
 //!   (and, for mcf, the short reuse) minimising the mean absolute distance to DIP's
@@ -11,6 +11,8 @@
 //! - `scale`: twolf, vpr and parser, for which only the 1 MB figure (Table 2) is
 //!   published: the weights of their regions of 1 MB and more multiplied by the one
 //!   factor (bisection) at which the profile's 1 MB figure equals DIP's.
+//!
+//! - `check`: the profiles as they are, beside DIP's points.
 //!
 //! Prints the fitted values and the profile's curve beside DIP's; the profiles in
 //! `benchmarks.rs` hold these values rounded to three digits.
@@ -169,6 +171,16 @@ fn main() {
                 show(n, &build(k), &[(1.0, target)]);
             }
         }
-        _ => eprintln!("usage: fit_dip art|mcf|scale"),
+        "check" => {
+            for (n, dip) in DIP_1MB_MPKI {
+                let points: &[(f64, f64)] = match n {
+                    "art" => &DIP_ART_CURVE,
+                    "mcf" => &DIP_MCF_CURVE,
+                    _ => &[(1.0, dip)],
+                };
+                show(n, &benchmark(n).expect("profile").model, points);
+            }
+        }
+        _ => eprintln!("usage: fit_dip art|mcf|scale|check"),
     }
 }
