@@ -61,6 +61,17 @@ pub struct Program {
     pub setup: Option<(&'static [&'static str], &'static str)>,
 }
 
+/// What an entry of [`SUITE`] leaves out: no added environment, no setup.
+const PLAIN: Program = Program {
+    name: "",
+    package: "",
+    what: "",
+    command: &[],
+    window: Window { skip: 0, length: 0 },
+    env: &[],
+    setup: None,
+};
+
 /// The suite.
 pub const SUITE: &[Program] = &[
     Program {
@@ -69,8 +80,7 @@ pub const SUITE: &[Program] = &[
         what: "gzip -9 compressing 4 MiB of generated text (32 KB window, hash chains)",
         command: &["gzip", "-9", "-c", "{dir}/text.txt"],
         window: Window { skip: 5 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "bzip2",
@@ -78,8 +88,7 @@ pub const SUITE: &[Program] = &[
         what: "bzip2 -9 on the same text (900 KB blocks, Burrows-Wheeler sorting)",
         command: &["bzip2", "-9", "-c", "{dir}/text.txt"],
         window: Window { skip: 5 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "xz",
@@ -87,8 +96,7 @@ pub const SUITE: &[Program] = &[
         what: "xz -9 on the same text (LZMA, 64 MiB dictionary, binary-tree match finder)",
         command: &["xz", "-9", "-T1", "-c", "{dir}/text.txt"],
         window: Window { skip: 20 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "zstd",
@@ -96,8 +104,7 @@ pub const SUITE: &[Program] = &[
         what: "zstd -3 on the same text, one thread (2 MiB window, hash and chain tables; -19 spends its first 70 M instructions zeroing tables)",
         command: &["zstd", "--single-thread", "-3", "-c", "{dir}/text.txt"],
         window: Window { skip: 20 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "sort",
@@ -109,7 +116,7 @@ pub const SUITE: &[Program] = &[
             length: 50 * M,
         },
         env: &[("LC_ALL", "C")],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "cc1",
@@ -117,8 +124,7 @@ pub const SUITE: &[Program] = &[
         what: "gcc's compiler proper, -O2, on a 140-line C file (no headers)",
         command: &["cc1", "-quiet", "-O2", "{dir}/prog.c", "-o", "/dev/null"],
         window: Window { skip: 10 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "perl",
@@ -127,7 +133,7 @@ pub const SUITE: &[Program] = &[
         command: &["perl", "{dir}/words.pl", "{dir}/text.txt"],
         window: Window { skip: 10 * M, length: 50 * M },
         env: &[("PERL_HASH_SEED", "0"), ("PERL_PERTURB_KEYS", "0")],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "python3",
@@ -136,7 +142,7 @@ pub const SUITE: &[Program] = &[
         command: &["/usr/bin/python3", "{dir}/work.py", "{dir}/text.txt"],
         window: Window { skip: 40 * M, length: 50 * M },
         env: &[("PYTHONHASHSEED", "0")],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "lua",
@@ -144,8 +150,7 @@ pub const SUITE: &[Program] = &[
         what: "Lua 5.4: binary trees (allocation, garbage collection), a sieve, strings",
         command: &["lua5.4", "{dir}/bench.lua"],
         window: Window { skip: 5 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "sqlite3",
@@ -153,8 +158,8 @@ pub const SUITE: &[Program] = &[
         what: "SQLite: point lookups, a join, group-bys and a range scan on a 16 MB database of 50,000 customers and 300,000 orders with three indexes (built natively first), 64 MiB page cache",
         command: &["sqlite3", "{dir}/orders.db", ".read {dir}/queries.sql"],
         window: Window { skip: 20 * M, length: 50 * M },
-        env: &[],
         setup: Some((&["sqlite3", "{dir}/orders.db", ".read {dir}/load.sql"], "orders.db")),
+        ..PLAIN
     },
     Program {
         name: "stockfish",
@@ -162,8 +167,7 @@ pub const SUITE: &[Program] = &[
         what: "Stockfish 15 chess engine: its bench positions to depth 11, 64 MB hash, one thread",
         command: &["stockfish", "bench", "64", "1", "11"],
         window: Window { skip: 50 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "gnugo",
@@ -171,8 +175,7 @@ pub const SUITE: &[Program] = &[
         what: "GNU Go: 24 moves of self-play on a 13x13 board at level 6 (pattern matching, reading)",
         command: &["gnugo", "--mode", "gtp", "--gtp-input", "{dir}/moves.gtp", "--level", "6", "--seed", "1", "--quiet"],
         window: Window { skip: 20 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "povray",
@@ -180,8 +183,7 @@ pub const SUITE: &[Program] = &[
         what: "POV-Ray 3.7 ray tracer: 64 spheres, a box and a plane, 320x240, antialiased, one thread",
         command: &["povray", "-D", "+WT1", "+W320", "+H240", "+A0.3", "+I{dir}/scene.pov", "+O{dir}/scene.png"],
         window: Window { skip: 30 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
     Program {
         name: "glpsol",
@@ -189,8 +191,7 @@ pub const SUITE: &[Program] = &[
         what: "GLPK's simplex solver on a generated 120 x 400 transportation problem",
         command: &["glpsol", "--math", "{dir}/transport.mod", "--seed", "1"],
         window: Window { skip: 30 * M, length: 50 * M },
-        env: &[],
-        setup: None,
+        ..PLAIN
     },
 ];
 
