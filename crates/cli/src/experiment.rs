@@ -9,7 +9,7 @@ use crate::simulate_cmd::{interrupt_flag, write_file};
 use crate::svg::{line_chart, Series};
 use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
-use cachesched_sim::result::mean_std;
+use cachesched_sim::result::mean_ci95;
 use cachesched_sim::{
     Baseline, KernelConfig, MachineSpec, RunResult, SimConfig, SimError, Simulation, ThreadGroup,
 };
@@ -124,21 +124,65 @@ fn default_metrics() -> Vec<String> {
         .to_vec()
 }
 
-/// Metrics a scenario may name, with descriptions.
-pub const METRICS: &[(&str, &str)] = &[
-    ("ips", "instructions per second, all threads"),
-    ("l2_miss_ratio", "aggregate L2 miss ratio"),
-    ("llc_mpki", "LLC misses per 1000 instructions"),
+/// Metrics a scenario may name: name, description, and the column or axis label
+/// (with its unit) that reports show.
+pub const METRICS: &[(&str, &str, &str)] = &[
+    (
+        "ips",
+        "instructions per second, all threads",
+        "throughput (instructions/s)",
+    ),
+    ("l2_miss_ratio", "aggregate L2 miss ratio", "L2 miss ratio"),
+    (
+        "llc_mpki",
+        "LLC misses per 1000 instructions",
+        "LLC misses per 1,000 instructions",
+    ),
     (
         "cpu_share_cv",
         "std. deviation of threads' CPU shares / mean",
+        "CPU-share deviation / mean",
     ),
-    ("ipc", "instructions per cycle, summed over threads"),
-    ("context_switches", "context switches"),
-    ("migrations", "migrations"),
-    ("remote_accesses", "accesses served by another chip's cache"),
-    ("bus_utilization", "memory bus utilisation"),
+    (
+        "ipc",
+        "instructions per cycle, summed over threads",
+        "instructions per cycle (sum)",
+    ),
+    ("context_switches", "context switches", "context switches"),
+    ("migrations", "migrations", "migrations"),
+    (
+        "remote_accesses",
+        "accesses served by another chip's cache",
+        "remote cache accesses",
+    ),
+    (
+        "bus_utilization",
+        "memory bus utilisation",
+        "memory bus utilisation (fraction)",
+    ),
 ];
+
+/// The label (with unit) reports show for metric `name`.
+pub fn metric_label(name: &str) -> &'static str {
+    METRICS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map_or("?", |(_, _, l)| l)
+}
+
+/// A number as a person reads it: three significant digits, plain between 0.001 and
+/// 100,000 (`0.161`, `24.5`, `1390`), else in e-notation (`1.32e9`).
+pub fn plain(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if !(1e-3..1e5).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+    format!("{v:.decimals$}")
+}
 
 /// The value of metric `name` in `r`.
 pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
@@ -183,8 +227,8 @@ impl Scenario {
             bail!("a scenario needs at least one variant and one seed");
         }
         for m in &self.metrics {
-            if !METRICS.iter().any(|(n, _)| n == m) {
-                let known: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();
+            if !METRICS.iter().any(|(n, _, _)| n == m) {
+                let known: Vec<&str> = METRICS.iter().map(|(n, _, _)| *n).collect();
                 bail!("unknown metric '{m}'; known metrics: {}", known.join(", "));
             }
         }
@@ -381,7 +425,7 @@ fn write_outputs(
     )?;
     write_file(&out.join("scenario.resolved.toml"), &toml::to_string(sc)?)?;
     let mut csv = String::from("variant,llc_kb,seed");
-    for (m, _) in METRICS {
+    for (m, _, _) in METRICS {
         csv += &format!(",{m}");
     }
     csv += "\n";
@@ -392,7 +436,7 @@ fn write_outputs(
             row.llc_kb.map(|k| k.to_string()).unwrap_or_default(),
             row.seed
         );
-        for (m, _) in METRICS {
+        for (m, _, _) in METRICS {
             csv += &format!(",{}", metric(row.result, m).expect("known metric"));
         }
         csv += "\n";
@@ -410,22 +454,27 @@ fn write_outputs(
             .filter(|(j, _)| j.variant == vi && j.llc_kb == p)
             .map(|(_, r)| metric(r, m).expect("known metric"))
             .collect();
-        mean_std(&v)
+        mean_ci95(&v)
     };
     let mut md = format!("# {}\n\n{}\n\n", sc.name, sc.description);
     md += &format!(
-        "Machine `{}`, {} ms per run ({} ms warm-up), seeds {:?}. Mean ± standard deviation over seeds.\n\n",
+        "Machine `{}`, {} ms per run ({} ms warm-up), seeds {:?}. {}\n\n",
         sc.machine.resolve()?.name,
         sc.duration_ms,
         sc.warmup_ms,
-        sc.seeds
+        sc.seeds,
+        if sc.seeds.len() > 1 {
+            "Mean over seeds ± the half-width of its 95% confidence interval (Student's t)."
+        } else {
+            "One seed: single runs, no interval."
+        }
     );
     md += "| variant |";
     if sc.sweep.is_some() {
-        md += " LLC KiB |";
+        md += " LLC size (KiB) |";
     }
     for m in &sc.metrics {
-        md += &format!(" {m} |");
+        md += &format!(" {} |", metric_label(m));
     }
     md += "\n|---|";
     if sc.sweep.is_some() {
@@ -440,8 +489,12 @@ fn write_outputs(
                 md += &format!(" {k} |");
             }
             for m in &sc.metrics {
-                let (mean, sd) = stat(vi, p, m);
-                md += &format!(" {mean:.4e} ± {sd:.1e} |");
+                let (mean, h) = stat(vi, p, m);
+                md += &if sc.seeds.len() > 1 {
+                    format!(" {} ± {} |", plain(mean), plain(h))
+                } else {
+                    format!(" {} |", plain(mean))
+                };
             }
             md += "\n";
         }
@@ -479,9 +532,9 @@ fn write_outputs(
         write_file(
             &out.join(&file),
             &line_chart(
-                &format!("{}: {m}", sc.name),
+                &format!("{}: {}", sc.name, metric_label(m)),
                 &xl,
-                m,
+                metric_label(m),
                 &series,
                 labels.as_deref(),
             ),
@@ -588,5 +641,34 @@ fn clock(secs: f64) -> String {
         format!("{}m{:02}s", s / 60, s % 60)
     } else {
         format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three significant digits, plain in the range people read without exponents;
+    /// every metric has a label of its own.
+    #[test]
+    fn numbers_and_labels_for_people() {
+        let cases = [
+            (0.16051, "0.161"),
+            (24.549, "24.5"),
+            (1390.4, "1390"),
+            (0.0043, "0.00430"),
+            (1.3242e9, "1.32e9"),
+            (4.3e-5, "4.30e-5"),
+            (0.0, "0"),
+            (-6.93, "-6.93"),
+        ];
+        for (v, s) in cases {
+            assert_eq!(plain(v), s, "{v}");
+        }
+        for (n, _, l) in METRICS {
+            assert_eq!(metric_label(n), *l);
+            assert!(!l.contains('_'), "{n}: '{l}' is an identifier, not a label");
+        }
+        assert_eq!(metric_label("nope"), "?");
     }
 }
