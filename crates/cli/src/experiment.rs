@@ -6,7 +6,7 @@
 //! combination is one run; tables and plots show the mean over seeds.
 
 use crate::simulate_cmd::{interrupt_flag, write_file};
-use crate::svg::{line_chart, Series};
+use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::result::mean_ci95;
@@ -502,12 +502,14 @@ fn write_outputs(
     md += "\n";
     for m in &sc.metrics {
         let (xl, labels): (String, Option<Vec<String>>) = match &sc.sweep {
-            Some(_) => ("LLC size (KiB)".into(), None),
+            Some(_) => ("LLC size".into(), None),
             None => (
                 "variant".into(),
                 Some(sc.variants.iter().map(|v| v.label.clone()).collect()),
             ),
         };
+        // intervals are drawn only where there are several seeds
+        let bar = |h: f64| if sc.seeds.len() > 1 { h } else { 0.0 };
         let series: Vec<Series> = if sc.sweep.is_some() {
             sc.variants
                 .iter()
@@ -518,17 +520,25 @@ fn write_outputs(
                         .iter()
                         .map(|&p| (p.unwrap_or(0) as f64, stat(vi, p, m).0))
                         .collect(),
+                    errors: points.iter().map(|&p| bar(stat(vi, p, m).1)).collect(),
                 })
                 .collect()
         } else {
             vec![Series {
-                label: m.clone(),
+                label: metric_label(m).into(),
                 points: (0..sc.variants.len())
                     .map(|vi| (vi as f64, stat(vi, None, m).0))
+                    .collect(),
+                errors: (0..sc.variants.len())
+                    .map(|vi| bar(stat(vi, None, m).1))
                     .collect(),
             }]
         };
         let file = format!("{m}.svg");
+        let axis = match &labels {
+            Some(l) => XAxis::Categories(l),
+            None => XAxis::Kib,
+        };
         write_file(
             &out.join(&file),
             &line_chart(
@@ -536,7 +546,7 @@ fn write_outputs(
                 &xl,
                 metric_label(m),
                 &series,
-                labels.as_deref(),
+                axis,
             ),
         )?;
         md += &format!("![{m}]({file})\n\n");

@@ -2,7 +2,7 @@
 //! SHARDS-sampled, with the sampling error, as a table, CSV, JSON and an SVG plot.
 
 use crate::simulate_cmd::write_file;
-use crate::svg::{line_chart, Series};
+use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;
 use cachesched_sim::trace::mrc::{curve_sizes, Shards, StackDistances};
@@ -192,7 +192,7 @@ pub fn run(a: MrcArgs) -> Result<()> {
             &out.join("mrc.json"),
             &(serde_json::to_string_pretty(&curve)? + "\n"),
         )?;
-        let kb = |p: &Point| (p.size_bytes as f64 / 1024.0).log2();
+        let kb = |p: &Point| p.size_bytes as f64 / 1024.0;
         let series = vec![
             Series {
                 label: "exact".into(),
@@ -201,6 +201,7 @@ pub fn run(a: MrcArgs) -> Result<()> {
                     .iter()
                     .map(|p| (kb(p), p.exact_miss_ratio))
                     .collect(),
+                errors: Vec::new(),
             },
             Series {
                 label: format!("SHARDS {}", curve.sample_rate),
@@ -209,14 +210,15 @@ pub fn run(a: MrcArgs) -> Result<()> {
                     .iter()
                     .filter_map(|p| p.sampled_miss_ratio.map(|s| (kb(p), s)))
                     .collect(),
+                errors: Vec::new(),
             },
         ];
         let svg = line_chart(
             &format!("miss-ratio curve: {}", curve.source),
-            "log2(cache size / KiB), fully associative LRU",
+            "cache size (log scale), fully associative LRU",
             "miss ratio",
             &series,
-            None,
+            XAxis::Kib,
         );
         write_file(&out.join("mrc.svg"), &svg)?;
         println!("wrote mrc.csv, mrc.json and mrc.svg to {}", out.display());

@@ -9,6 +9,18 @@ pub struct Series {
     pub label: String,
     /// (x, y) points in x order.
     pub points: Vec<(f64, f64)>,
+    /// Half-widths of the points' intervals, drawn as error bars (empty: none).
+    pub errors: Vec<f64>,
+}
+
+/// How a [`line_chart`] maps and labels x values.
+#[derive(Debug, Clone, Copy)]
+pub enum XAxis<'a> {
+    /// Categories at x = 0, 1, 2, …, labelled in order.
+    Categories(&'a [String]),
+    /// Sizes in KiB on a log2 scale, ticked at the data's sizes (or at powers of two
+    /// when there are many) and labelled in KB or MB.
+    Kib,
 }
 
 const COLORS: [&str; 8] = [
@@ -86,31 +98,53 @@ fn frame_and_x_label(s: &mut String, (ml, mt, pw, ph): (f64, f64, f64, f64), y: 
     );
 }
 
-/// Renders a line chart. `x_labels`, if given, replaces numeric x tick labels (for
-/// categorical axes: x = 0, 1, 2, …).
+/// A size in KiB as an axis label: `64 B`, `48 KB`, `1.5 MB`, `16 MB`.
+fn kib_label(kib: f64) -> String {
+    if kib >= 1024.0 {
+        format!("{} MB", fmt_num(kib / 1024.0))
+    } else if kib >= 1.0 {
+        format!("{} KB", fmt_num(kib))
+    } else {
+        format!("{} B", fmt_num(kib * 1024.0))
+    }
+}
+
+/// Renders a line chart with x values mapped and labelled as `x_axis` says, and
+/// error bars where a series has them.
 pub fn line_chart(
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series],
-    x_labels: Option<&[String]>,
+    x_axis: XAxis<'_>,
 ) -> String {
     let (w, h) = (720.0, 440.0);
     let (ml, mr, mt, mb) = (80.0, 180.0, 40.0, 60.0);
     let pw = w - ml - mr;
     let ph = h - mt - mb;
+    // where an x value sits on the axis
+    let fx = |x: f64| match x_axis {
+        XAxis::Kib => x.max(f64::MIN_POSITIVE).log2(),
+        XAxis::Categories(_) => x,
+    };
     let xs: Vec<f64> = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .collect();
+    let err = |ser: &Series, i: usize| ser.errors.get(i).copied().unwrap_or(0.0);
     let ys: Vec<f64> = series
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .flat_map(|ser| {
+            ser.points
+                .iter()
+                .enumerate()
+                .flat_map(move |(i, p)| [p.1 - err(ser, i), p.1 + err(ser, i)])
+        })
         .filter(|y| y.is_finite())
         .collect();
     let (mut x0, mut x1) = (
-        xs.iter().copied().fold(f64::MAX, f64::min),
-        xs.iter().copied().fold(f64::MIN, f64::max),
+        xs.iter().copied().map(fx).fold(f64::MAX, f64::min),
+        xs.iter().copied().map(fx).fold(f64::MIN, f64::max),
     );
     let (mut y0, mut y1) = (
         ys.iter().copied().fold(f64::MAX, f64::min).min(0.0),
@@ -130,7 +164,7 @@ pub fn line_chart(
         y1 = y0 + 1.0;
     }
     y1 += (y1 - y0) * 0.05;
-    let sx = |x: f64| ml + (x - x0) / (x1 - x0) * pw;
+    let sx = |x: f64| ml + (fx(x) - x0) / (x1 - x0) * pw;
     let sy = |y: f64| mt + ph - (y - y0) / (y1 - y0) * ph;
     let mut s = open_svg((w, h), 12, (ml + pw / 2.0, 22.0, 15), title);
     for t in nice_ticks(y0, y1, 6) {
@@ -148,20 +182,26 @@ pub fn line_chart(
             fmt_num(t)
         );
     }
-    let xticks: Vec<(f64, String)> = match x_labels {
-        Some(l) => l
+    let mut data_x: Vec<f64> = xs.clone();
+    data_x.sort_by(|a, b| a.total_cmp(b));
+    data_x.dedup();
+    let xticks: Vec<(f64, String)> = match x_axis {
+        XAxis::Categories(l) => l
             .iter()
             .enumerate()
             .map(|(i, s)| (i as f64, s.clone()))
             .collect(),
-        None => {
-            let mut v: Vec<f64> = xs.clone();
-            v.sort_by(|a, b| a.total_cmp(b));
-            v.dedup();
-            if v.len() > 10 {
-                v = nice_ticks(x0, x1, 8);
+        XAxis::Kib => {
+            if data_x.len() > 10 {
+                data_x = (x0.ceil() as i32..=x1.floor() as i32)
+                    .map(|e| 2f64.powi(e))
+                    .collect();
+                if data_x.len() > 12 {
+                    let step = data_x.len().div_ceil(12);
+                    data_x = data_x.into_iter().step_by(step).collect();
+                }
             }
-            v.into_iter().map(|x| (x, fmt_num(x))).collect()
+            data_x.into_iter().map(|x| (x, kib_label(x))).collect()
         }
     };
     for (x, label) in xticks {
@@ -203,6 +243,21 @@ pub fn line_chart(
         for p in &pts {
             let (x, y) = p.split_once(',').expect("formatted pair");
             let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{c}"/>"#);
+        }
+        for (i, &(x, y)) in ser.points.iter().enumerate() {
+            let e = err(ser, i);
+            if !(e > 0.0 && y.is_finite()) {
+                continue;
+            }
+            let (px, lo, hi) = (sx(x), sy(y - e), sy(y + e));
+            let _ = writeln!(
+                s,
+                r#"<path d="M{:.1},{hi:.1}H{:.1}M{px:.1},{hi:.1}V{lo:.1}M{:.1},{lo:.1}H{:.1}" stroke="{c}" fill="none"/>"#,
+                px - 4.0,
+                px + 4.0,
+                px - 4.0,
+                px + 4.0
+            );
         }
         let ly = mt + 10.0 + i as f64 * 18.0;
         let lx = ml + pw + 12.0;
@@ -402,14 +457,39 @@ mod tests {
             "y",
             &[Series {
                 label: "a".into(),
-                points: vec![(48.0, 0.5), (96.0, 0.25), (768.0, 0.1)],
+                points: vec![(0.0, 0.5), (1.0, 0.25), (2.0, 0.1)],
+                errors: vec![0.05, 0.0, 0.02],
             }],
-            None,
+            XAxis::Categories(&["x".into(), "y".into(), "z".into()]),
         );
         assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
         assert!(s.contains("t &lt;1&gt;"));
         assert_eq!(s.matches("<circle").count(), 3);
-        assert!(s.contains(">768<"));
+        assert!(s.contains(">z<"));
+        assert_eq!(s.matches("<path").count(), 2, "two error bars");
+        // cache sizes on a log axis: 48 and 96 KB as far apart as 768 KB and 1.5 MB
+        let k = line_chart(
+            "t",
+            "size",
+            "y",
+            &[Series {
+                label: "a".into(),
+                points: vec![(48.0, 0.5), (96.0, 0.3), (768.0, 0.1), (1536.0, 0.05)],
+                errors: Vec::new(),
+            }],
+            XAxis::Kib,
+        );
+        for l in [">48 KB<", ">96 KB<", ">768 KB<", ">1.5 MB<"] {
+            assert!(k.contains(l), "{l}");
+        }
+        let cx: Vec<f64> = k
+            .match_indices("<circle cx=\"")
+            .map(|(i, m)| {
+                let rest = &k[i + m.len()..];
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert!(((cx[1] - cx[0]) - (cx[3] - cx[2])).abs() < 0.2, "{cx:?}");
         assert_eq!(
             nice_ticks(0.0, 1.0, 5),
             vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
