@@ -23,9 +23,14 @@ pub struct MrcArgs {
     /// A trace file (binary from `cachesched trace record`, or lackey text).
     #[arg(long, value_name = "FILE")]
     trace: Option<String>,
-    /// Data accesses to draw from a profile.
+    /// Data accesses to draw from a profile and measure.
     #[arg(long, default_value_t = 2_000_000)]
     accesses: u64,
+    /// Data accesses drawn from a profile before measuring, so that its curve is warm
+    /// as `cachesched workloads` reports it (0: first touches count as misses, as
+    /// they do for a trace, which is measured from its start).
+    #[arg(long, default_value_t = 2_000_000)]
+    warmup: u64,
     /// Cache line size in bytes.
     #[arg(long, default_value_t = 64)]
     line_bytes: u64,
@@ -65,6 +70,12 @@ struct Curve {
     points: Vec<Point>,
 }
 
+/// Offers line `block` to both curves.
+fn feed(curves: &mut (StackDistances, Shards), block: u64) {
+    curves.0.access(block);
+    curves.1.access(block);
+}
+
 /// `cachesched mrc`.
 pub fn run(a: MrcArgs) -> Result<()> {
     if !a.line_bytes.is_power_of_two() {
@@ -74,20 +85,22 @@ pub fn run(a: MrcArgs) -> Result<()> {
         bail!("--sample-rate must be within (0, 1]");
     }
     let shift = a.line_bytes.trailing_zeros();
-    let mut exact = StackDistances::new();
-    let mut shards = Shards::new(a.sample_rate);
-    let mut feed = |addr: u64| {
-        let b = addr >> shift;
-        exact.access(b);
-        shards.access(b);
-    };
+    let mut curves = (StackDistances::new(), Shards::new(a.sample_rate));
     let source = match (&a.profile, &a.trace) {
         (Some(p), None) => {
             let mut t = LocalityThread::new(profile(p)?, 0, 0, SimRng::new(a.seed).fork(1000));
-            t.feed_accesses(a.accesses, |addr, _| feed(addr));
-            format!("profile {p}")
+            t.feed_accesses(a.warmup, |addr, _| feed(&mut curves, addr >> shift));
+            curves.0.reset_counts();
+            curves.1.reset_counts();
+            t.feed_accesses(a.accesses, |addr, _| feed(&mut curves, addr >> shift));
+            if a.warmup > 0 {
+                format!("profile {p} (warm: measured after {} accesses)", a.warmup)
+            } else {
+                format!("profile {p} (cold: first touches count as misses)")
+            }
         }
         (None, Some(path)) => {
+            let mut feed = |addr: u64| feed(&mut curves, addr >> shift);
             let f = std::fs::File::open(path)
                 .with_context(|| format!("cannot open trace file '{path}'"))?;
             let mut input = BufReader::with_capacity(1 << 20, f);
@@ -124,10 +137,11 @@ pub fn run(a: MrcArgs) -> Result<()> {
                     on(e);
                 }
             }
-            format!("trace {path}")
+            format!("trace {path} (from its start: first touches count as misses)")
         }
         _ => bail!("give exactly one of --profile NAME or --trace FILE"),
     };
+    let (exact, shards) = curves;
     let distinct = exact.distinct();
     let points: Vec<Point> = curve_sizes(distinct)
         .into_iter()

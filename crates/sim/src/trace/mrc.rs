@@ -209,6 +209,13 @@ impl Shards {
         }
     }
 
+    /// Forgets the counts but keeps the sampled stack (see
+    /// [`StackDistances::reset_counts`]).
+    pub fn reset_counts(&mut self) {
+        self.inner.reset_counts();
+        self.offered = 0;
+    }
+
     /// Offers an access to line `block`.
     pub fn access(&mut self, block: u64) {
         self.offered += 1;
