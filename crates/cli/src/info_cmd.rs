@@ -149,6 +149,33 @@ pub fn workloads() -> Result<()> {
     for (name, what, m, t) in &servers {
         rows.push((name.to_string(), format!("{what} (group size {t})"), m));
     }
+    let base: Vec<(&str, &str, cachesched_sim::workload::LocalityModel)> = [
+        (
+            "bv0",
+            "a loop over 1 KB: negligible footprint (high affinity)",
+        ),
+        (
+            "bv-l1d",
+            "sweeps 32 KB of data line by line (bv-l1d=KiB sets it): displaces the L1D",
+        ),
+        (
+            "bv-l1i",
+            "runs 32 KB of code as one loop (bv-l1i=KiB): displaces the L1I",
+        ),
+        (
+            "bv-l2",
+            "sweeps 4 MB of data (bv-l2=KiB): fills a shared L2 (low L2 retention)",
+        ),
+    ]
+    .into_iter()
+    .map(|(n, what)| {
+        let m = cachesched_sim::workload::base_vector(n, None).expect("known base vector");
+        (n, what, m)
+    })
+    .collect();
+    for (name, what, m) in &base {
+        rows.push((name.to_string(), what.to_string(), m));
+    }
     let ratios = solo_miss_ratios(&rows.iter().map(|r| r.2).collect::<Vec<_>>());
     let sections = [
         (0, "generic profiles:"),
@@ -159,6 +186,10 @@ pub fn workloads() -> Result<()> {
         (
             generic.len() + benches.len(),
             "\nshared-data servers (one process; threads in sharing groups; one thread's stream shown):",
+        ),
+        (
+            generic.len() + benches.len() + servers.len(),
+            "\nbase vectors (the cache-affinity paper's interference loops; NAME=KiB sets the footprint):",
         ),
     ];
     for (i, ((name, what, m), mr)) in rows.iter().zip(&ratios).enumerate() {
