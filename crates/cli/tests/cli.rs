@@ -125,6 +125,17 @@ fn bad_input_gets_clear_errors() {
     )
     .unwrap();
     assert!(run_err(&["experiment", sc.to_str().unwrap()]).contains("cnt"));
+    // a misspelled machine is named with its file and line, like the parser's errors
+    std::fs::write(
+        &sc,
+        "name = \"x\"\n\nmachine = \"niagra-2c\"\nthreads = [{ profile = \"small\" }]\n",
+    )
+    .unwrap();
+    let e = run_err(&["experiment", sc.to_str().unwrap()]);
+    assert!(
+        e.contains("sc.toml', line 3") && e.contains("'niagra-2c'"),
+        "{e}"
+    );
     assert!(run_err(&["experiment", "/nonexistent/scenario.toml"])
         .contains("cannot read scenario file"));
 }
