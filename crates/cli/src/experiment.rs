@@ -693,4 +693,24 @@ mod tests {
         }
         assert_eq!(metric_label("nope"), "?");
     }
+
+    /// Every scenario file shipped under `experiments/` loads: it parses, names known
+    /// keys, machine, profiles and metrics, and builds all its runs.
+    #[test]
+    fn shipped_scenarios_load() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).expect("experiments/ exists") {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "toml") {
+                let sc = load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                let jobs = sc
+                    .jobs()
+                    .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                assert!(!jobs.is_empty(), "{}", path.display());
+                n += 1;
+            }
+        }
+        assert!(n >= 2, "{n} scenario files");
+    }
 }
