@@ -167,8 +167,9 @@ fn describe(cfg: &SimConfig, machine: &cachesched_sim::MachineConfig) -> String 
 /// `cachesched simulate`.
 pub fn run(a: SimulateArgs) -> Result<i32> {
     let cfg = build_config(&a)?;
-    println!("seed {}", cfg.seed);
+    // the run is checked before anything is printed: an error comes alone
     let sim = Simulation::new(&cfg, cachesched_sim::build_chain(&cfg))?;
+    println!("seed {}", cfg.seed);
     if !a.quiet {
         println!("{}", describe(&cfg, sim.machine()));
     }

@@ -125,6 +125,18 @@ fn bad_input_gets_clear_errors() {
     )
     .unwrap();
     assert!(run_err(&["experiment", sc.to_str().unwrap()]).contains("cnt"));
+    // a bad value is said alone, before anything is printed
+    let out = bin()
+        .args(["simulate", "--duration-ms=-5", "--mix", "art:1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("duration_ms must be a positive number"));
     // a misspelled machine is named with its file and line, like the parser's errors
     std::fs::write(
         &sc,
