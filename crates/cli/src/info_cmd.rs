@@ -201,7 +201,7 @@ pub fn workloads() -> Result<()> {
         println!(
             "{name:<13} {:>7} KB {:>6.0} {:>5.0}% {}  {what}",
             m.footprint_bytes() >> 10,
-            1000.0 / (m.gap_mean + 1.0),
+            m.accesses_per_ki(),
             m.write_fraction * 100.0,
             mr.join(" ")
         );

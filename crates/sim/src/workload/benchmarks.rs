@@ -394,6 +394,15 @@ mod tests {
         sd.miss_ratio(kb * 1024 / 64)
     }
 
+    /// Misses per 1,000 instructions of profile `name`'s curve at `kb` KiB.
+    fn mpki(name: &str, sd: &StackDistances, kb: u64) -> f64 {
+        mr(sd, kb)
+            * benchmark(name)
+                .expect("profile exists")
+                .model
+                .accesses_per_ki()
+    }
+
     #[test]
     fn names_unique_and_models_valid() {
         let all = benchmarks();
@@ -440,9 +449,6 @@ mod tests {
         let twolf = curve("twolf", 600_000, 1_500_000);
         let bdb = curve("bdb", 600_000, 1_500_000);
         // misses per 1,000 instructions, what CASC's partial miss rates add up
-        let mpki = |name: &str, sd: &StackDistances, kb: u64| {
-            mr(sd, kb) * 1000.0 / (benchmark(name).unwrap().model.gap_mean + 1.0)
-        };
         let (a, t, d) = (
             mpki("art", &art, 768),
             mpki("twolf", &twolf, 768),
@@ -478,7 +484,7 @@ mod tests {
         // memory-bound at 4 MB: more than twice the 9 and 2 data misses per 1,000
         // instructions H&P (6th ed., §2.7) give for gap and gcc at 4 MB (28.7 when the
         // short-reuse accesses were added)
-        let mcf_mpki = mr(&mcf, 4096) * 1000.0 / (benchmark("mcf").unwrap().model.gap_mean + 1.0);
+        let mcf_mpki = mpki("mcf", &mcf, 4096);
         assert!(mcf_mpki > 20.0, "mcf {mcf_mpki} MPKI at 4 MB");
         assert!(mr(&crafty, 768) < 0.05 && mr(&gzip, 768) < 0.05);
         assert!(mr(&mcf, 768) > 5.0 * mr(&gzip, 768));
@@ -507,7 +513,7 @@ mod tests {
             // (a sixth of the accesses go to it)
             let sd = curve(n, 8_000_000, 1_000_000);
             let (m256, m16) = (mr(&sd, 256), mr(&sd, 16 * 1024));
-            let mpki256 = m256 * 1000.0 / (benchmark(n).unwrap().model.gap_mean + 1.0);
+            let mpki256 = mpki(n, &sd, 256);
             assert!(
                 mpki256 > 5.0 && m256 > 2.0 * m16,
                 "{n}: 256 KB {m256} ({mpki256} MPKI), 16 MB {m16}"
@@ -522,10 +528,10 @@ mod tests {
         for n in ["canneal", "mcf06"] {
             let sd = curve(n, 200_000, 600_000);
             let (m256, m16) = (mr(&sd, 256), mr(&sd, 16 * 1024));
-            let mpki = m16 * 1000.0 / (benchmark(n).unwrap().model.gap_mean + 1.0);
+            let mpki16 = mpki(n, &sd, 16 * 1024);
             assert!(
-                mpki > 15.0 && m16 > 0.7 * m256,
-                "{n}: {mpki} MPKI at 16 MB, 256 KB {m256}"
+                mpki16 > 15.0 && m16 > 0.7 * m256,
+                "{n}: {mpki16} MPKI at 16 MB, 256 KB {m256}"
             );
         }
     }
@@ -577,14 +583,14 @@ mod tests {
         ] {
             let sd = curve(n, 2_000_000, 1_000_000);
             let m32 = mr(&sd, 32);
-            let mpki = mr(&sd, 1024) * 1000.0 / (benchmark(n).unwrap().model.gap_mean + 1.0);
+            let at_1mb = mpki(n, &sd, 1024);
             assert!(
                 (m32 / l1 - 1.0).abs() < 0.15,
                 "{n}: 32 KB {m32}, published {l1}"
             );
             assert!(
-                mpki / l2_mpki < 2.0 && l2_mpki / mpki < 2.0,
-                "{n}: {mpki} MPKI at 1 MB, published {l2_mpki}"
+                at_1mb / l2_mpki < 2.0 && l2_mpki / at_1mb < 2.0,
+                "{n}: {at_1mb} MPKI at 1 MB, published {l2_mpki}"
             );
         }
     }

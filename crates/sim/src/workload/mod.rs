@@ -373,6 +373,13 @@ impl LocalityModel {
         Ok(())
     }
 
+    /// Data accesses per 1,000 instructions: one access after each mean gap of
+    /// `gap_mean` other instructions. A miss ratio times this is misses per 1,000
+    /// instructions.
+    pub fn accesses_per_ki(&self) -> f64 {
+        1000.0 / (self.gap_mean + 1.0)
+    }
+
     /// Total data footprint in bytes (the stack region included).
     pub fn footprint_bytes(&self) -> u64 {
         self.effective_regions().iter().map(|r| r.kb << 10).sum()

@@ -73,7 +73,7 @@ pub fn mpki_at(
     mb: f64,
 ) -> f64 {
     let lines = (mb * 1024.0 * 1024.0 / 64.0) as u64;
-    curve.miss_ratio(lines) * 1000.0 / (model.gap_mean + 1.0)
+    curve.miss_ratio(lines) * model.accesses_per_ki()
 }
 
 /// Mean absolute distance, in misses per 1,000 instructions, between a profile's
