@@ -501,8 +501,9 @@ fn write_outputs(
                 md += &format!(" {k} |");
             }
             for m in &sc.metrics {
+                // one seed has no interval (NaN)
                 let (mean, h) = stat(vi, p, m);
-                md += &if sc.seeds.len() > 1 {
+                md += &if h.is_finite() {
                     format!(" {} ± {} |", plain(mean), plain(h))
                 } else {
                     format!(" {} |", plain(mean))
@@ -520,31 +521,29 @@ fn write_outputs(
                 Some(sc.variants.iter().map(|v| v.label.clone()).collect()),
             ),
         };
-        // intervals are drawn only where there are several seeds
-        let bar = |h: f64| if sc.seeds.len() > 1 { h } else { 0.0 };
+        // a series from (x, (mean, interval)) pairs; one seed's NaN interval is not drawn
+        let series_of = |label: String, xs: Vec<(f64, (f64, f64))>| Series {
+            label,
+            points: xs.iter().map(|&(x, (mean, _))| (x, mean)).collect(),
+            errors: xs.iter().map(|&(_, (_, h))| h).collect(),
+        };
         let series: Vec<Series> = if sc.sweep.is_some() {
             sc.variants
                 .iter()
                 .enumerate()
-                .map(|(vi, v)| Series {
-                    label: v.label.clone(),
-                    points: points
+                .map(|(vi, v)| {
+                    let xs = points
                         .iter()
-                        .map(|&p| (p.unwrap_or(0) as f64, stat(vi, p, m).0))
-                        .collect(),
-                    errors: points.iter().map(|&p| bar(stat(vi, p, m).1)).collect(),
+                        .map(|&p| (p.unwrap_or(0) as f64, stat(vi, p, m)))
+                        .collect();
+                    series_of(v.label.clone(), xs)
                 })
                 .collect()
         } else {
-            vec![Series {
-                label: metric_label(m).into(),
-                points: (0..sc.variants.len())
-                    .map(|vi| (vi as f64, stat(vi, None, m).0))
-                    .collect(),
-                errors: (0..sc.variants.len())
-                    .map(|vi| bar(stat(vi, None, m).1))
-                    .collect(),
-            }]
+            let xs = (0..sc.variants.len())
+                .map(|vi| (vi as f64, stat(vi, None, m)))
+                .collect();
+            vec![series_of(metric_label(m).into(), xs)]
         };
         let file = format!("{m}.svg");
         let axis = match &labels {

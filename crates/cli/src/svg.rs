@@ -9,7 +9,8 @@ pub struct Series {
     pub label: String,
     /// (x, y) points in x order.
     pub points: Vec<(f64, f64)>,
-    /// Half-widths of the points' intervals, drawn as error bars (empty: none).
+    /// Half-widths of the points' intervals, drawn as error bars (empty, or a
+    /// non-finite or zero entry: none).
     pub errors: Vec<f64>,
 }
 
@@ -131,7 +132,13 @@ pub fn line_chart(
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .collect();
-    let err = |ser: &Series, i: usize| ser.errors.get(i).copied().unwrap_or(0.0);
+    let err = |ser: &Series, i: usize| {
+        ser.errors
+            .get(i)
+            .copied()
+            .filter(|e| e.is_finite())
+            .unwrap_or(0.0)
+    };
     let ys: Vec<f64> = series
         .iter()
         .flat_map(|ser| {
@@ -246,7 +253,7 @@ pub fn line_chart(
         }
         for (i, &(x, y)) in ser.points.iter().enumerate() {
             let e = err(ser, i);
-            if !(e > 0.0 && y.is_finite()) {
+            if e <= 0.0 || !y.is_finite() {
                 continue;
             }
             let (px, lo, hi) = (sx(x), sy(y - e), sy(y + e));
@@ -458,7 +465,7 @@ mod tests {
             &[Series {
                 label: "a".into(),
                 points: vec![(0.0, 0.5), (1.0, 0.25), (2.0, 0.1)],
-                errors: vec![0.05, 0.0, 0.02],
+                errors: vec![0.05, f64::NAN, 0.02],
             }],
             XAxis::Categories(&["x".into(), "y".into(), "z".into()]),
         );
