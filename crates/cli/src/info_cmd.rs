@@ -149,30 +149,14 @@ pub fn workloads() -> Result<()> {
     for (name, what, m, t) in &servers {
         rows.push((name.to_string(), format!("{what} (group size {t})"), m));
     }
-    let base: Vec<(&str, &str, cachesched_sim::workload::LocalityModel)> = [
-        (
-            "bv0",
-            "a loop over 1 KB: negligible footprint (high affinity)",
-        ),
-        (
-            "bv-l1d",
-            "sweeps 32 KB of data line by line (bv-l1d=KiB sets it): displaces the L1D",
-        ),
-        (
-            "bv-l1i",
-            "runs 32 KB of code as one loop (bv-l1i=KiB): displaces the L1I",
-        ),
-        (
-            "bv-l2",
-            "sweeps 4 MB of data (bv-l2=KiB): fills a shared L2 (low L2 retention)",
-        ),
-    ]
-    .into_iter()
-    .map(|(n, what)| {
-        let m = cachesched_sim::workload::base_vector(n, None).expect("known base vector");
-        (n, what, m)
-    })
-    .collect();
+    let base: Vec<(&str, &str, cachesched_sim::workload::LocalityModel)> =
+        cachesched_sim::workload::BASE_VECTORS
+            .into_iter()
+            .map(|(n, what)| {
+                let m = cachesched_sim::workload::base_vector(n, None).expect("known base vector");
+                (n, what, m)
+            })
+            .collect();
     for (name, what, m) in &base {
         rows.push((name.to_string(), what.to_string(), m));
     }

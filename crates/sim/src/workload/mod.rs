@@ -610,8 +610,26 @@ pub fn base_vector(kind: &str, kb: Option<u64>) -> Result<LocalityModel, Workloa
     })
 }
 
-/// Names of the base vectors.
-pub const BASE_VECTORS: [&str; 4] = ["bv0", "bv-l1d", "bv-l1i", "bv-l2"];
+/// The base vectors: name and what each does with its default footprint (the
+/// defaults of [`base_vector`]; `NAME=KiB` sets another).
+pub const BASE_VECTORS: [(&str, &str); 4] = [
+    (
+        "bv0",
+        "a loop over 1 KB: negligible footprint (high affinity)",
+    ),
+    (
+        "bv-l1d",
+        "sweeps 32 KB of data line by line (bv-l1d=KiB sets it): displaces the L1D",
+    ),
+    (
+        "bv-l1i",
+        "runs 32 KB of code as one loop (bv-l1i=KiB): displaces the L1I",
+    ),
+    (
+        "bv-l2",
+        "sweeps 4 MB of data (bv-l2=KiB): fills a shared L2 (low L2 retention)",
+    ),
+];
 
 /// The named profile, benchmark profile ([`crate::workload::benchmarks`]), server workload or
 /// base vector `name` (`bv-l2=2048` sets a base
@@ -626,7 +644,7 @@ pub fn profile(name: &str) -> Result<LocalityModel, WorkloadError> {
         ),
         None => (name, None),
     };
-    if BASE_VECTORS.contains(&base) {
+    if BASE_VECTORS.iter().any(|(n, _)| *n == base) {
         return base_vector(base, kb);
     }
     if kb.is_some() {
