@@ -71,7 +71,7 @@ struct Curve {
 }
 
 /// Offers line `block` to both curves.
-fn feed(curves: &mut (StackDistances, Shards), block: u64) {
+fn offer(curves: &mut (StackDistances, Shards), block: u64) {
     curves.0.access(block);
     curves.1.access(block);
 }
@@ -89,10 +89,10 @@ pub fn run(a: MrcArgs) -> Result<()> {
     let source = match (&a.profile, &a.trace) {
         (Some(p), None) => {
             let mut t = LocalityThread::new(profile(p)?, 0, 0, SimRng::new(a.seed).fork(1000));
-            t.feed_accesses(a.warmup, |addr, _| feed(&mut curves, addr >> shift));
+            t.feed_accesses(a.warmup, |addr, _| offer(&mut curves, addr >> shift));
             curves.0.reset_counts();
             curves.1.reset_counts();
-            t.feed_accesses(a.accesses, |addr, _| feed(&mut curves, addr >> shift));
+            t.feed_accesses(a.accesses, |addr, _| offer(&mut curves, addr >> shift));
             if a.warmup > 0 {
                 format!("profile {p} (warm: measured after {} accesses)", a.warmup)
             } else {
@@ -100,7 +100,7 @@ pub fn run(a: MrcArgs) -> Result<()> {
             }
         }
         (None, Some(path)) => {
-            let mut feed = |addr: u64| feed(&mut curves, addr >> shift);
+            let mut feed = |addr: u64| offer(&mut curves, addr >> shift);
             let f = std::fs::File::open(path)
                 .with_context(|| format!("cannot open trace file '{path}'"))?;
             let mut input = BufReader::with_capacity(1 << 20, f);
