@@ -17,9 +17,12 @@
 # 140-line one) and in two places in the work done (xz -3 instead of -9, whose start-up
 # clears 300 M instructions' worth of match-finder tables).
 #
-# Programs that read the clock (zstd's progress display, povray's statistics, Lua's
-# clock-seeded string hashes, stockfish's timing) do not repeat themselves exactly from
-# run to run, even under cachegrind; when replay differs, the script runs cachegrind
+# Programs whose work depends on the clock (Lua's clock-seeded string hashes, glpsol's
+# progress lines every half second, stockfish's timing) run with a frozen clock
+# (libfaketime, package faketime), so that lackey's slowness (about ten times
+# cachegrind's) does not change what they do: glpsol and lua then repeat themselves
+# exactly. Some programs still differ from run to run, even under cachegrind (zstd;
+# stockfish's and povray's threads); when replay differs, the script runs cachegrind
 # four times more: a program whose five runs are equal must equal replay (else DIFFER,
 # a failure); otherwise replay must equal one of them or be as close to one as they
 # are to each other (within twice their largest relative counter difference).
@@ -130,6 +133,13 @@ sys.exit(0 if inside else 1)
 PY
 }
 programs=("$@")
+# The frozen clock: the same instant on every call. No shared memory (its name carries
+# the pid, whose digits are formatted differently from run to run) and no cache of the
+# setting (re-read every ten seconds of real time, so a slower run would read it more
+# often and run more instructions).
+faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+[[ -f $faketime_lib ]] || { echo "no $faketime_lib: install the faketime package" >&2; exit 2; }
+frozen="LD_PRELOAD=$faketime_lib FAKETIME_FMT=%s FAKETIME=1767225600 FAKETIME_DISABLE_SHM=1 FAKETIME_NO_CACHE=1"
 c=$cache w=$work
 one gzip "" gzip -9 -c $w/text.txt
 one bzip2 "" bzip2 -9 -c $w/text.txt
@@ -139,10 +149,10 @@ one sort "LC_ALL=C" sort -S 256M --parallel=1 -o /dev/null $w/text.txt
 one cc1 "" "$(gcc -print-prog-name=cc1)" -quiet -O2 $w/small.c -o /dev/null
 one perl "PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0" perl $c/words.pl $w/text.txt
 one python3 "PYTHONHASHSEED=0" /usr/bin/python3 $c/work.py $w/text.txt
-one lua "" lua5.4 $w/bench.lua
+one lua "$frozen" lua5.4 $w/bench.lua
 one sqlite3 "" sqlite3 $w/orders.db ".read $w/queries.sql"
-one stockfish "" /usr/games/stockfish bench 16 1 1
+one stockfish "$frozen" /usr/games/stockfish bench 16 1 1
 one gnugo "" /usr/games/gnugo --mode gtp --gtp-input $w/moves.gtp --level 1 --seed 1 --quiet
 one povray "" povray -D +WT1 +W32 +H24 +A0.3 +I$c/scene.pov +O$w/scene.png
-one glpsol "" glpsol --math $w/transport.mod --seed 1
+one glpsol "$frozen" glpsol --math $w/transport.mod --seed 1
 exit $failed

@@ -164,9 +164,12 @@ pub const SUITE: &[Program] = &[
     Program {
         name: "stockfish",
         package: "stockfish",
-        what: "Stockfish 15 chess engine: its bench positions to depth 11, 64 MB hash, one thread",
-        command: &["stockfish", "bench", "64", "1", "11"],
-        window: Window { skip: 50 * M, length: 50 * M },
+        what: "Stockfish 15 chess engine: a depth-13 search of the start position, 16 MB hash, one thread (window 100 M instructions into the search)",
+        // Start-up (loading the NNUE network) and clearing the hash table take 501 M
+        // instructions and the search 474 M (`valgrind --tool=lackey --basic-counts=yes
+        // stockfish bench 16 1 1|13 current depth`): the window lies in the search.
+        command: &["stockfish", "bench", "16", "1", "13", "current", "depth"],
+        window: Window { skip: 600 * M, length: 50 * M },
         ..PLAIN
     },
     Program {
@@ -191,6 +194,22 @@ pub const SUITE: &[Program] = &[
         what: "GLPK's simplex solver on a generated 120 x 400 transportation problem",
         command: &["glpsol", "--math", "{dir}/transport.mod", "--seed", "1"],
         window: Window { skip: 30 * M, length: 50 * M },
+        ..PLAIN
+    },
+    Program {
+        name: "convert",
+        package: "imagemagick-6.q16",
+        what: "ImageMagick 6 (Q16, one thread): reads a 2048x2048 image (32 MiB of pixels, generated natively first), rotates it by 90 degrees and writes it",
+        // Reading takes 118 M instructions, the rotation 33 M (`valgrind --tool=lackey
+        // --basic-counts=yes convert-im6.q16 -limit thread 1 plasma.miff [-rotate 90]
+        // null:`): the window holds the end of the read, the rotation and the start of
+        // the write.
+        command: &["convert-im6.q16", "-limit", "thread", "1", "{dir}/plasma.miff", "-rotate", "90", "{dir}/rotated.miff"],
+        window: Window { skip: 110 * M, length: 50 * M },
+        setup: Some((
+            &["convert-im6.q16", "-limit", "thread", "1", "-size", "2048x2048", "-seed", "1", "plasma:fractal", "-strip", "{dir}/plasma.miff"],
+            "plasma.miff",
+        )),
         ..PLAIN
     },
 ];
