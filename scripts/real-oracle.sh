@@ -13,7 +13,7 @@
 # load.sql with a twenty-fifth of its rows. Commands differ from the suite's in input
 # size (gnugo plays 3 moves at level 1, povray renders 32x24, the Lua script builds
 # trees of depth 8 instead of 16 and sieves to 20,000, stockfish searches its bench
-# positions to depth 1 with a 16 MB hash, glpsol solves a 20 x 60 problem, cc1 compiles a 17-line C file in place of the
+# positions to depth 1 with a 16 MB hash, glpsol solves a 20 x 60 problem, convert rotates a 64x64 image, cc1 compiles a 17-line C file in place of the
 # 140-line one) and in two places in the work done (xz -3 instead of -9, whose start-up
 # clears 300 M instructions' worth of match-finder tables).
 #
@@ -66,6 +66,7 @@ double dot(const double *a, const double *b, int n) {
 C
 sed -e 's/16/8/g; s/400000/20000/g' "$cache/bench.lua" > "$work/bench.lua"
 sed -e 's/param m := 120;/param m := 20;/; s/param n := 400;/param n := 60;/' "$cache/transport.mod" > "$work/transport.mod"
+convert-im6.q16 -limit thread 1 -size 64x64 -seed 1 plasma:fractal -strip "$work/small.miff"
 I1=16384,4,32 D1=8192,4,32 LL=262144,8,32
 failed=0
 # Both runs get the same, fixed environment (env -i): the environment's size moves the
@@ -155,4 +156,5 @@ one stockfish "$frozen" /usr/games/stockfish bench 16 1 1
 one gnugo "" /usr/games/gnugo --mode gtp --gtp-input $w/moves.gtp --level 1 --seed 1 --quiet
 one povray "" povray -D +WT1 +W32 +H24 +A0.3 +I$c/scene.pov +O$w/scene.png
 one glpsol "$frozen" glpsol --math $w/transport.mod --seed 1
+one convert "" convert-im6.q16 -limit thread 1 $w/small.miff -rotate 90 $w/rotated.miff
 exit $failed
