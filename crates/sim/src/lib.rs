@@ -13,5 +13,5 @@ pub mod workload;
 
 pub use config::{Baseline, KernelConfig, MachineSpec, PagePlacement, SimConfig, ThreadGroup};
 pub use engine::{build_chain, simulate, simulate_with, SimError, Simulation};
-pub use hw::machine::{MachineConfig, PRESETS};
+pub use hw::machine::{MachineConfig, PAPER_MIXES, PRESETS};
 pub use result::RunResult;

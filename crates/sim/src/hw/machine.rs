@@ -157,6 +157,27 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("core2-4m", "timeslices: 2 cores sharing a 4 MB LLC"),
 ];
 
+/// The workload each preset's paper runs on it, as a mix: what `cachesched bench
+/// engine` measures speed on and what the engine's golden results are made of (one
+/// hardware context each where the paper fills the machine).
+/// niagara-2c: CASC's headline (6 art, 6 twolf, 6 bdb); niagara-8c: the same programs
+/// and vpr, 8 each; t1-dual: cache-fair's memory-intensive pair twice; power5-2x2x2:
+/// the clustering scoreboard microbenchmark (16 threads); clovertown-2x2 and
+/// clovertown-ump: the affinity study's memory-bound main programs with an interferer;
+/// the xeon and core2 presets: the timeslice study's memory-intensive programs, four
+/// per core.
+pub const PAPER_MIXES: &[(&str, &str)] = &[
+    ("niagara-2c", "art:6,twolf:6,bdb:6"),
+    ("niagara-8c", "art:8,twolf:8,bdb:8,vpr:8"),
+    ("t1-dual", "twolf:2,mcf:2"),
+    ("power5-2x2x2", "scoreboard:16"),
+    ("clovertown-2x2", "art:2,twolf:2,mcf:1"),
+    ("clovertown-ump", "art:4,mcf:2"),
+    ("xeon-e5-16m", "soplex:4,raytrace:4,mcf06:4,omnetpp:4"),
+    ("xeon-e5-16m-2c", "soplex:4,raytrace:4"),
+    ("core2-4m", "soplex:4,raytrace:4"),
+];
+
 fn c(
     level: u8,
     kind: CacheKind,
