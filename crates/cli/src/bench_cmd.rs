@@ -2,8 +2,7 @@
 
 use crate::replay_cmd::{record_window, replay_file, CgCaches, Window};
 use anyhow::{bail, Context, Result};
-use cachesched_sim::hw::machine::PRESETS;
-use cachesched_sim::{simulate, SimConfig, ThreadGroup};
+use cachesched_sim::{simulate, SimConfig, ThreadGroup, PAPER_MIXES};
 use clap::{Args, Subcommand};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -375,23 +374,22 @@ fn run_engine(a: EngineBenchArgs) -> Result<()> {
         reference = Some(rate);
     }
     println!(
-        "{:<16} {:>7} {:>14} {:>10}",
-        "preset", "threads", "sim instr/s", "vs ref"
+        "{:<16} {:<40} {:>7} {:>9} {:>14} {:>10}",
+        "preset", "paper workload", "threads", "L1D miss", "sim instr/s", "vs ref"
     );
-    for (name, _) in PRESETS {
-        let m = cachesched_sim::MachineConfig::preset(name)?;
-        let n = m.chips * m.cores_per_chip * m.threads_per_core;
-        let per = (n * 3).div_ceil(4).max(1);
-        let mix = format!("large:{per},medium:{per},small:{per}");
-        let mut cfg = SimConfig::new(name, ThreadGroup::parse_mix(&mix)?);
+    for (name, mix) in PAPER_MIXES {
+        let groups = ThreadGroup::parse_mix(mix)?;
+        let threads: u32 = groups.iter().map(|g| g.count).sum();
+        let mut cfg = SimConfig::new(name, groups);
         cfg.duration_ms = a.duration_ms;
         let t = Instant::now();
         let r = simulate(&cfg)?;
         let rate = r.totals.instructions as f64 / t.elapsed().as_secs_f64();
+        let l1d = r.totals.l1d_misses as f64 / r.totals.l1d_refs.max(1) as f64;
         let vs = reference
             .map(|x| format!("{:.3}", rate / x))
             .unwrap_or_else(|| "-".into());
-        println!("{name:<16} {:>7} {rate:>14.3e} {vs:>10}", 3 * per);
+        println!("{name:<16} {mix:<40} {threads:>7} {l1d:>9.3} {rate:>14.3e} {vs:>10}");
     }
     Ok(())
 }
