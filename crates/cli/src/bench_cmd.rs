@@ -15,6 +15,9 @@ pub enum BenchCommand {
     /// Simulated instructions per wall-clock second of the whole engine, per preset,
     /// side by side with cachegrind's rate on a reference program.
     Engine(EngineBenchArgs),
+    /// How the engine's cost grows with threads and CPUs: Niagara-like machines of 8,
+    /// 64 and 256 CPUs running 18, 100 and 1,000 threads.
+    Scaling(ScalingBenchArgs),
     /// Workload generators' accesses per second against the cache model's (the
     /// niagara-2c memory system fed the same operations) and the whole simulated
     /// machine's.
@@ -394,11 +397,105 @@ fn run_engine(a: EngineBenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// Arguments of `cachesched bench scaling`.
+#[derive(Args, Debug)]
+pub struct ScalingBenchArgs {
+    /// Simulated milliseconds per run.
+    #[arg(long, default_value_t = 2.0)]
+    duration_ms: f64,
+    /// CPU counts (multiples of 4: cores of 4 hardware threads), comma-separated.
+    #[arg(
+        long,
+        value_name = "N,…",
+        default_value = "8,64,256",
+        value_delimiter = ','
+    )]
+    cpus: Vec<u32>,
+    /// Thread counts, comma-separated (a third each of art, twolf and bdb).
+    #[arg(
+        long,
+        value_name = "N,…",
+        default_value = "18,100,1000",
+        value_delimiter = ','
+    )]
+    threads: Vec<u32>,
+}
+
+/// A Niagara-like machine of `cpus` hardware threads: niagara-8c's cores (4 threads
+/// each, its L1s) on one chip, with its 3 MB 12-way L2 and its memory bandwidth scaled
+/// by the number of cores (384 KB per core).
+fn niagara_like(cpus: u32) -> Result<cachesched_sim::MachineConfig> {
+    if cpus == 0 || cpus % 4 != 0 {
+        bail!("--cpus takes multiples of 4 (cores of 4 hardware threads), not {cpus}");
+    }
+    let mut m = cachesched_sim::MachineConfig::preset("niagara-8c")?;
+    let cores = cpus / 4;
+    let scale = cores as f64 / m.cores_per_chip as f64;
+    m.name = format!("niagara-like-{cpus}");
+    m.cores_per_chip = cores;
+    let l2 = m.caches.last_mut().expect("niagara-8c has an L2");
+    l2.size_bytes = (384 << 10) * cores as u64;
+    m.memory.bus_bytes_per_cycle *= scale;
+    Ok(m)
+}
+
+/// The process's peak resident memory so far (`VmHWM`), in MB.
+fn peak_rss_mb() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+fn run_scaling(a: ScalingBenchArgs) -> Result<()> {
+    println!(
+        "Niagara-like machines (niagara-8c's cores, L2 384 KB per core), art/twolf/bdb in\n\
+         thirds, {} simulated ms per run, in order of size; cost = host ns per simulated\n\
+         instruction, relative to the first run; peak = the process's peak resident memory\n\
+         so far",
+        a.duration_ms
+    );
+    println!(
+        "{:>5} {:>8} {:>8} {:>14} {:>10} {:>7} {:>8}",
+        "CPUs", "threads", "thr/CPU", "sim instr/s", "ns/instr", "cost", "peak MB"
+    );
+    let mut first = None;
+    for &cpus in &a.cpus {
+        let m = niagara_like(cpus)?;
+        for &n in &a.threads {
+            let (x, y) = (n / 3, n / 3);
+            let mix = format!("art:{},twolf:{x},bdb:{y}", n - x - y);
+            let mut cfg = SimConfig::new("niagara-8c", ThreadGroup::parse_mix(&mix)?);
+            cfg.machine = cachesched_sim::MachineSpec::Custom(Box::new(m.clone()));
+            cfg.duration_ms = a.duration_ms;
+            let t = Instant::now();
+            let r = simulate(&cfg)?;
+            let secs = t.elapsed().as_secs_f64();
+            let ns = secs * 1e9 / r.totals.instructions.max(1) as f64;
+            let base = *first.get_or_insert(ns);
+            println!(
+                "{cpus:>5} {n:>8} {:>8.2} {:>14.3e} {ns:>10.1} {:>7.2} {:>8.0}",
+                n as f64 / cpus as f64,
+                r.totals.instructions as f64 / secs,
+                ns / base,
+                peak_rss_mb().unwrap_or(f64::NAN)
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Dispatches `cachesched bench …`.
 pub fn run(c: BenchCommand) -> Result<()> {
     match c {
         BenchCommand::Replay(a) => run_replay(a),
         BenchCommand::Engine(a) => run_engine(a),
+        BenchCommand::Scaling(a) => run_scaling(a),
         BenchCommand::Workloads(a) => run_workloads(a),
         BenchCommand::Casc(a) => run_casc(a),
         BenchCommand::Daemon(a) => crate::bench_daemon::run(a),
