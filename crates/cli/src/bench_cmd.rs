@@ -425,7 +425,7 @@ pub struct ScalingBenchArgs {
 /// each, its L1s) on one chip, with its 3 MB 12-way L2 and its memory bandwidth scaled
 /// by the number of cores (384 KB per core).
 fn niagara_like(cpus: u32) -> Result<cachesched_sim::MachineConfig> {
-    if cpus == 0 || cpus % 4 != 0 {
+    if cpus == 0 || !cpus.is_multiple_of(4) {
         bail!("--cpus takes multiples of 4 (cores of 4 hardware threads), not {cpus}");
     }
     let mut m = cachesched_sim::MachineConfig::preset("niagara-8c")?;
