@@ -28,7 +28,7 @@ pub struct BurnArgs {
     /// Print one JSON line per thread at the end.
     #[arg(long)]
     report: bool,
-    /// Pin the whole process to this OS CPU first.
+    /// Pin the whole process to this OS CPU first (default: not pinned).
     #[arg(long, value_name = "CPU")]
     cpu: Option<usize>,
 }
@@ -105,7 +105,7 @@ pub fn run(a: BurnArgs) -> Result<()> {
         let h = std::thread::Builder::new()
             .spawn(move || {
                 let rounds = spin(work, sleep, until);
-                want.then(|| report(rounds))
+                (rounds, want.then(|| report(rounds)))
             })
             .with_context(|| {
                 format!(
@@ -117,10 +117,20 @@ pub fn run(a: BurnArgs) -> Result<()> {
             })?;
         handles.push(h);
     }
+    let mut rounds = 0;
     for h in handles {
-        if let Some(r) = h.join().expect("burn thread panicked") {
+        let (n, r) = h.join().expect("burn thread panicked");
+        rounds += n;
+        if let Some(r) = r {
             println!("{}", serde_json::to_string(&r?)?);
         }
+    }
+    if !want {
+        eprintln!(
+            "burn: {} thread(s) ran {} ms, {} round(s) of {} us of work and {} us of sleep in all \
+             (--report: one JSON line per thread)",
+            a.threads, a.ms, rounds, a.work_us, a.sleep_us
+        );
     }
     Ok(())
 }

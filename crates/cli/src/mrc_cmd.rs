@@ -43,7 +43,8 @@ pub struct MrcArgs {
     /// Seed for profile generation.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Output directory for mrc.csv, mrc.json and mrc.svg.
+    /// Output directory for mrc.csv, mrc.json and mrc.svg (default: none, the table on
+    /// standard output only).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }

@@ -32,7 +32,8 @@ pub struct RunArgs {
     /// How often /proc is scanned for threads that started or exited, milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 20.0)]
     scan_ms: f64,
-    /// Print a stats line every SECS seconds (to stderr).
+    /// Print a stats line every SECS seconds (to stderr); default: none until the final
+    /// one at the end.
     #[arg(long = "stats", value_name = "SECS")]
     stats_secs: Option<f64>,
     /// Write machine-readable stats to FILE as JSON lines: the resolved configuration
@@ -115,18 +116,18 @@ fn counter_line() -> String {
         })
         .collect();
     let mut s = format!(
-        "counters available: {}",
+        "counters: {} available",
         if have.is_empty() {
             "none".into()
         } else {
             have.join(", ")
         }
     );
-    // missing counters grouped by reason ("X is not supported here (…)" → one line)
+    // missing counters grouped by reason ("X is not supported here (…)" → one clause)
     let mut why: Vec<(String, Vec<&str>)> = Vec::new();
     for (k, r) in &probe {
         if let Err(e) = r {
-            let reason = e.to_string().replacen(&format!("{k:?} is "), "", 1);
+            let reason = e.to_string().replacen(&format!("{} is ", k.name()), "", 1);
             match why.iter_mut().find(|(r, _)| *r == reason) {
                 Some((_, ks)) => ks.push(k.name()),
                 None => why.push((reason, vec![k.name()])),
@@ -134,7 +135,7 @@ fn counter_line() -> String {
         }
     }
     for (reason, ks) in why {
-        s += &format!("\ncounters missing: {} — {reason}", ks.join(", "));
+        s += &format!("; {} missing: {reason}", ks.join(", "));
     }
     s
 }
@@ -159,6 +160,14 @@ pub fn run(a: RunArgs) -> Result<i32> {
     positive(a.duration_s, "--duration-s")?;
     if !(a.scan_ms > 0.0 && a.scan_ms.is_finite()) {
         bail!("--scan-ms must be a positive number of milliseconds");
+    }
+    // a process that does not exist is said before anything else is printed
+    for &pid in &a.pids {
+        if let Err(cachesched_linux::procfs::ProcError::Gone { .. }) =
+            cachesched_linux::procfs::process_stat(pid)
+        {
+            bail!("process {pid} does not exist (check the --pid value)");
+        }
     }
     let target = if !a.pids.is_empty() {
         Target::Processes {
@@ -207,7 +216,6 @@ pub fn run(a: RunArgs) -> Result<i32> {
     for w in &host.warnings {
         eprintln!("  topology: {w}");
     }
-    eprintln!("{}", counter_line());
     let honours = sched::kernel_honours_slices();
     if honours == Some(false) && specs.iter().any(|s| matches!(s, PolicySpec::Timeslice(_))) {
         eprintln!("warning: this kernel is older than 6.12 and ignores per-task slices set with sched_setattr; the timeslice policy will have no effect");
@@ -247,8 +255,11 @@ pub fn run(a: RunArgs) -> Result<i32> {
         counters: d.counter_kinds().iter().map(|k| k.name()).collect(),
         kernel_honours_slices: honours,
     }))?;
+    // one line about counters: what the kernel offers, what is missing and why, and
+    // what was opened for every managed thread
     eprintln!(
-        "per-thread counters opened: {}",
+        "{}; opened per thread: {}",
+        counter_line(),
         if d.counter_kinds().is_empty() {
             "none".to_string()
         } else {
@@ -319,7 +330,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     };
     let last = d.stats();
     let rep = d.finish();
-    eprintln!("{}", last.line());
+    eprintln!("final: {}", last.line());
     eprintln!(
         "stopped ({stopped_by}); restored the settings of {} thread(s), {} had exited{}",
         rep.restored,

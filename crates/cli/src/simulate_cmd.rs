@@ -19,7 +19,7 @@ pub struct SimulateArgs {
     /// [default: niagara-2c, or the config file's].
     #[arg(long, value_name = "PRESET|FILE")]
     machine: Option<String>,
-    /// Resize the last-level cache to this many KiB.
+    /// Resize the last-level cache to this many KiB (default: the machine's own size).
     #[arg(long, value_name = "KIB")]
     llc_kb: Option<u64>,
     /// Workload mix as profile:count,… (see `cachesched workloads`); counts 1-4096,
@@ -32,7 +32,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "CLASS")]
     baseline: Option<String>,
     /// Policy to run on top of the baseline, as name or name:key=value,…; repeat to
-    /// chain several.
+    /// chain several (default: none, the baseline alone, or the config file's).
     #[arg(long = "policy", value_name = "SPEC")]
     policies: Vec<String>,
     /// Ignore cache affinity in wake-up placement and load balancing.

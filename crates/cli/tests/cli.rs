@@ -246,6 +246,37 @@ sweep = { llc_kb = [96, 768] }
 }
 
 #[test]
+fn linux_commands_say_plainly_what_happened() {
+    // a process that does not exist: the error alone, no banner before it
+    let e = run_err(&["run", "--policy", "timeslice", "--pid", "999999"]);
+    assert_eq!(
+        e.trim(),
+        "error: process 999999 does not exist (check the --pid value)"
+    );
+    // burn without --report says what it did
+    let out = bin()
+        .args([
+            "burn",
+            "--threads",
+            "2",
+            "--ms",
+            "50",
+            "--work-us",
+            "1000",
+            "--sleep-us",
+            "1000",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        e.starts_with("burn: 2 thread(s) ran 50 ms,") && out.stdout.is_empty(),
+        "{e}"
+    );
+}
+
+#[test]
 fn info_commands() {
     let m = run_ok(&["machines"]);
     for p in [
@@ -261,9 +292,18 @@ fn info_commands() {
     }
     let t = run_ok(&["topology"]);
     assert!(t.contains("host:") && t.contains("OS CPU numbers"));
+    // sysfs gives no latencies: a host's caches say so instead of "0 cycles"
+    assert!(
+        t.contains("latency unknown") && !t.contains(" 0 cycles"),
+        "{t}"
+    );
     let t = run_ok(&["topology", "--machine", "power5-2x2x2"]);
     assert!(
         t.contains("2 chip(s), 4 core(s), 8 hardware context(s)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("14 cycles") && !t.contains("latency unknown"),
         "{t}"
     );
     assert!(run_ok(&["workloads"]).contains("hotcold"));

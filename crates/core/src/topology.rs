@@ -365,12 +365,16 @@ impl Topology {
         }
         for l in &self.caches {
             s += &format!(
-                "  {:<4} {:>9} {:>2}-way {:>3} B lines {:>3} cycles, {:?}-shared, {} instance(s): {}\n",
+                "  {:<4} {:>9} {:>2}-way {:>3} B lines {:>10}, {:?}-shared, {} instance(s): {}\n",
                 l.name(),
                 human_bytes(l.size_bytes),
                 l.ways,
                 l.line_bytes,
-                l.latency_cycles,
+                // a host's sysfs gives no latencies: 0 means unknown
+                match l.latency_cycles {
+                    0 => "latency unknown".to_string(),
+                    c => format!("{c} cycles"),
+                },
                 l.scope,
                 l.instances.len(),
                 l.instances

@@ -481,6 +481,12 @@ impl Daemon {
                     .find(|(p, _)| *p == k)
                     .and_then(|(_, r)| r.as_ref().err().map(|e| e.to_string()))
                     .unwrap_or_else(|| PerfError::NoMapping(k).to_string());
+                // the line names the counter already
+                let why = why
+                    .strip_prefix(&format!("{} is ", k.name()))
+                    .or_else(|| why.strip_prefix(&format!("{} ", k.name())))
+                    .unwrap_or(&why)
+                    .to_string();
                 (k, why)
             })
             .collect();

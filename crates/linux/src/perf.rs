@@ -16,7 +16,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum PerfError {
     /// The kernel or CPU has no such event.
-    #[error("{kind:?} is not supported here ({source}): no hardware PMU is exposed (typical in a VM) or the event does not exist on this CPU")]
+    #[error("{} is not supported here (perf_event_open: {}): no hardware PMU is exposed (typical in a VM) or the event does not exist on this CPU", .kind.name(), errno(.source))]
     Unsupported {
         /// The counter.
         kind: CounterKind,
@@ -24,7 +24,7 @@ pub enum PerfError {
         source: io::Error,
     },
     /// Not permitted.
-    #[error("{kind:?} is not permitted ({source}): /proc/sys/kernel/perf_event_paranoid is {paranoid}; run as root, grant CAP_PERFMON, or lower it (e.g. to 1)")]
+    #[error("{} is not permitted (perf_event_open: {}): /proc/sys/kernel/perf_event_paranoid is {paranoid}; run as root, grant CAP_PERFMON, or lower it (e.g. to 1)", .kind.name(), errno(.source))]
     Denied {
         /// The counter.
         kind: CounterKind,
@@ -40,16 +40,33 @@ pub enum PerfError {
         tid: i32,
     },
     /// This counter has no perf event mapping.
-    #[error("{0:?} has no perf event in cachesched's Linux backend")]
+    #[error("{} has no perf event in cachesched's Linux backend", .0.name())]
     NoMapping(CounterKind),
     /// Any other failure.
-    #[error("perf_event_open/read for {kind:?} failed: {source}")]
+    #[error("perf_event_open/read for {} failed: {}", .kind.name(), errno(.source))]
     Os {
         /// The counter.
         kind: CounterKind,
         /// The error.
         source: io::Error,
     },
+}
+
+/// An OS error as its errno name where it is one perf_event_open gives (`ENOENT`), else
+/// as the OS describes it: what a user can look up in perf_event_open(2).
+fn errno(e: &io::Error) -> String {
+    let name = match e.raw_os_error() {
+        Some(1) => "EPERM",
+        Some(2) => "ENOENT",
+        Some(3) => "ESRCH",
+        Some(13) => "EACCES",
+        Some(16) => "EBUSY",
+        Some(22) => "EINVAL",
+        Some(24) => "EMFILE",
+        Some(95) => "EOPNOTSUPP",
+        _ => return e.to_string(),
+    };
+    name.to_string()
 }
 
 const PERF_TYPE_HARDWARE: u32 = 0;
