@@ -64,12 +64,13 @@ fn run_casc(a: CascBenchArgs) -> Result<()> {
     };
     let slice = 10e-3;
     println!(
-        "CASC decision cost (median of {} runs); share = cost / a 10 ms slice\n",
+        "CASC decision cost (median of {} runs); share = cost / a 10 ms slice; the solve is\n\
+         of an (n+1)x(n+1) system (niagara-2c: n = 8, as on its CPUs; all: n = threads - 1)\n",
         a.repeat
     );
     println!(
-        "{:>8} {:>26} {:>14} {:>26} {:>14}",
-        "threads", "solve (n+1)x(n+1)", "share", "bucketize", "share"
+        "{:>7} {:<10} {:>5} {:>14} {:>11} {:>5} {:>14} {:>11}",
+        "threads", "case", "n", "solve us", "share", "CPUs", "bucketize us", "share"
     );
     for threads in [18usize, 100, 1000] {
         // a third greedy, the rest frugal, with spread
@@ -83,10 +84,7 @@ fn run_casc(a: CascBenchArgs) -> Result<()> {
                 }
             })
             .collect();
-        for (label, n) in [
-            ("niagara-2c, n = 8", 8usize),
-            ("n = threads - 1", threads - 1),
-        ] {
+        for (label, n) in [("niagara-2c", 8usize), ("all", threads - 1)] {
             let rates: Vec<f64> = (0..=n)
                 .map(|i| {
                     let s: f64 = (0..=n).filter(|&j| j != i).map(|j| pcmrs[j]).sum();
@@ -102,10 +100,10 @@ fn run_casc(a: CascBenchArgs) -> Result<()> {
                 std::hint::black_box(bucketize(&pcmrs, cpus, &params));
             });
             println!(
-                "{threads:>8} {:>26} {:>13.4}% {:>26} {:>13.4}%",
-                format!("{label}: {:.1} us", solve * 1e6),
+                "{threads:>7} {label:<10} {n:>5} {:>14.1} {:>10.3}% {cpus:>5} {:>14.1} {:>10.3}%",
+                solve * 1e6,
                 100.0 * solve / slice,
-                format!("{cpus} CPUs: {:.1} us", buck * 1e6),
+                buck * 1e6,
                 100.0 * buck / slice
             );
         }
