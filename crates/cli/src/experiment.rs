@@ -170,19 +170,7 @@ pub fn metric_label(name: &str) -> &'static str {
         .map_or("?", |(_, _, l)| l)
 }
 
-/// A number as a person reads it: three significant digits, plain between 0.001 and
-/// 100,000 (`0.161`, `24.5`, `1390`), else in e-notation (`1.32e9`).
-pub fn plain(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let a = v.abs();
-    if !(1e-3..1e5).contains(&a) {
-        return format!("{v:.2e}");
-    }
-    let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
-    format!("{v:.decimals$}")
-}
+pub use cachesched_core::num::plain;
 
 /// The value of metric `name` in `r`.
 pub fn metric(r: &RunResult, name: &str) -> Option<f64> {

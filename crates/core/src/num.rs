@@ -1,4 +1,7 @@
-//! Integer helpers shared by the crates.
+//! Number helpers shared by the crates: arithmetic, and numbers and names as people
+//! read them.
+
+use std::cmp::Ordering;
 
 /// The greatest common divisor of `a` and `b` (`gcd(a, 0) = a`).
 pub fn gcd(a: u64, b: u64) -> u64 {
@@ -9,9 +12,87 @@ pub fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
+/// A number as a person reads it: three significant digits, plain between 0.001 and
+/// 100,000 (`0.161`, `24.5`, `1390`), else in e-notation (`1.32e9`).
+pub fn plain(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if !(1e-3..1e5).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+    format!("{v:.decimals$}")
+}
+
+/// Orders names the way people do: runs of digits by their value (`pcmr.2` before
+/// `pcmr.10`), the rest by characters.
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let i = x.iter().take_while(|c| c.is_ascii_digit()).count();
+                let j = y.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (m, n) = (&x[..i], &y[..j]);
+                // by value: leading zeros aside, a longer run is larger
+                let (zm, zn) = (
+                    m.iter().take_while(|&&c| c == b'0').count(),
+                    n.iter().take_while(|&&c| c == b'0').count(),
+                );
+                let (ms, ns) = (&m[zm..], &n[zn..]);
+                let o = ms.len().cmp(&ns.len()).then(ms.cmp(ns)).then(i.cmp(&j));
+                if o != Ordering::Equal {
+                    return o;
+                }
+                (x, y) = (&x[i..], &y[j..]);
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(d);
+                }
+                (x, y) = (&x[1..], &y[1..]);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_and_names_for_people() {
+        assert_eq!(plain(0.16123), "0.161");
+        assert_eq!(plain(24.49), "24.5");
+        assert_eq!(plain(1390.2), "1390");
+        assert_eq!(plain(1.32e9), "1.32e9");
+        assert_eq!(plain(0.0), "0");
+        let mut v = vec![
+            "pcmr.10",
+            "pcmr.2",
+            "max_pcmr.0.cpu1",
+            "pcmr.1",
+            "moves",
+            "pcmr.02",
+        ];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            v,
+            [
+                "max_pcmr.0.cpu1",
+                "moves",
+                "pcmr.1",
+                "pcmr.2",
+                "pcmr.02",
+                "pcmr.10"
+            ]
+        );
+    }
 
     #[test]
     fn gcd_of_small_numbers() {

@@ -191,7 +191,16 @@ impl RunResult {
                 self.threads.len() - SUMMARY_ROWS
             );
         }
-        for (k, v) in &self.policy_stats {
+        // in the order people count (pcmr.2 before pcmr.10); counts as they are, other
+        // values to three significant digits
+        let mut stats: Vec<(&String, &f64)> = self.policy_stats.iter().collect();
+        stats.sort_by(|a, b| cachesched_core::num::natural_cmp(a.0, b.0));
+        for (k, &v) in stats {
+            let v = if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{v}")
+            } else {
+                cachesched_core::num::plain(v)
+            };
             s += &format!("  policy {k} = {v}\n");
         }
         s
