@@ -289,18 +289,6 @@ pub fn load(path: &std::path::Path) -> Result<Scenario> {
         toml::from_str(&text).with_context(|| format!("in scenario file '{}'", path.display()))?;
     s.validate()
         .with_context(|| format!("in scenario file '{}'", path.display()))?;
-    if let Err(e) = s.machine.resolve() {
-        // name the line, as the TOML parser does for its own errors
-        let line = text
-            .lines()
-            .position(|l| {
-                let l = l.trim_start();
-                l.starts_with("machine") || l.starts_with("[machine")
-            })
-            .map(|i| format!(", line {}", i + 1))
-            .unwrap_or_default();
-        bail!("in scenario file '{}'{line}: {e}", path.display());
-    }
     // real programs' traces, recorded on first use
     crate::real::prepare(&mut s.threads)
         .with_context(|| format!("in scenario file '{}'", path.display()))?;

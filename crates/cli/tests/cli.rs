@@ -145,7 +145,15 @@ fn bad_input_gets_clear_errors() {
     .unwrap();
     let e = run_err(&["experiment", sc.to_str().unwrap()]);
     assert!(
-        e.contains("sc.toml', line 3") && e.contains("'niagra-2c'"),
+        e.contains("sc.toml'") && e.contains("line 3, column 11") && e.contains("'niagra-2c'"),
+        "{e}"
+    );
+    // the same for a run configuration
+    let cfg = tmp("bad-machine").join("run.toml");
+    std::fs::write(&cfg, "machine = \"niagra-2c\"\n").unwrap();
+    let e = run_err(&["simulate", "--config", cfg.to_str().unwrap()]);
+    assert!(
+        e.contains("line 1, column 11") && e.contains("'niagra-2c'"),
         "{e}"
     );
     assert!(run_err(&["experiment", "/nonexistent/scenario.toml"])

@@ -159,8 +159,10 @@ impl Default for KernelConfig {
 }
 
 /// Where the machine comes from: a preset name (optionally resizing the LLC) or a full
-/// inline description.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// inline description. Checked while it is read ([`MachineSpec::resolve`] must
+/// succeed), so that a misspelled preset is reported with the file's line and column
+/// like any other error of the format.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum MachineSpec {
     /// A preset, e.g. `machine = "niagara-2c"`.
@@ -175,6 +177,26 @@ pub enum MachineSpec {
     },
     /// A complete machine description.
     Custom(Box<MachineConfig>),
+}
+
+impl<'de> Deserialize<'de> for MachineSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// The same shapes, read without checking.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Preset(String),
+            Resized { preset: String, llc_kb: u64 },
+            Custom(Box<MachineConfig>),
+        }
+        let spec = match Raw::deserialize(d)? {
+            Raw::Preset(p) => MachineSpec::Preset(p),
+            Raw::Resized { preset, llc_kb } => MachineSpec::Resized { preset, llc_kb },
+            Raw::Custom(m) => MachineSpec::Custom(m),
+        };
+        spec.resolve().map_err(serde::de::Error::custom)?;
+        Ok(spec)
+    }
 }
 
 impl MachineSpec {
