@@ -534,6 +534,7 @@ fn write_outputs(
                 metric_label(m),
                 &series,
                 axis,
+                None,
             ),
         )?;
         md += &format!("![{m}]({file})\n\n");

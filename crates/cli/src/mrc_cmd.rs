@@ -234,6 +234,7 @@ pub fn run(a: MrcArgs) -> Result<()> {
             "miss ratio",
             &series,
             XAxis::Kib,
+            None,
         );
         write_file(&out.join("mrc.svg"), &svg)?;
         println!("wrote mrc.csv, mrc.json and mrc.svg to {}", out.display());

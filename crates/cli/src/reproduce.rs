@@ -10,6 +10,7 @@
 
 use crate::experiment::{metric, run_scenario, Job, Scenario, Sweep, Variant};
 use crate::simulate_cmd::write_file;
+use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Result};
 use cachesched_policies::casc::{CascConfig, Secondary};
 use cachesched_policies::PolicySpec;
@@ -272,10 +273,19 @@ fn casc(a: CascArgs) -> Result<i32> {
     )?;
     writeln!(md, "|---|---|---|---|---|---|---|---|---|---|")?;
     let mut summary: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
+    // each variant's changes against TS at every size, for the plots against the paper
+    let mut change_miss: Vec<Series> = Vec::new();
+    let mut change_ips: Vec<Series> = Vec::new();
     let mut unsteady = 0;
     for (vi, v) in sc.variants.iter().enumerate().skip(1) {
         let mut dm = Vec::new();
         let mut di = Vec::new();
+        let series = |points| Series {
+            label: v.label.clone(),
+            points,
+            errors: Vec::new(),
+        };
+        let (mut pm, mut pi) = (Vec::new(), Vec::new());
         for &kb in &sizes {
             let mr = mean_at(&jobs, &runs, vi, kb, "l2_miss_ratio");
             let ips = mean_at(&jobs, &runs, vi, kb, "ips");
@@ -323,6 +333,8 @@ fn casc(a: CascArgs) -> Result<i32> {
                 dm.push(pct(mr, bmr));
                 di.push(pct(ips, bips));
             }
+            pm.push((kb as f64, pct(mr, bmr)));
+            pi.push((kb as f64, pct(ips, bips)));
             writeln!(
                 md,
                 "| {kb} KB | {} | {mr:.4} (ts {bmr:.4}) | {:+.1}% | {ips:.3e} | {:+.1}% | {:.0}% → {:.0}% | {illusion} | {right}/{total} | {} |",
@@ -335,6 +347,34 @@ fn casc(a: CascArgs) -> Result<i32> {
             )?;
         }
         summary.push((v.label.clone(), dm, di));
+        change_miss.push(series(pm));
+        change_ips.push(series(pi));
+    }
+    for (file, what, ser, paper) in [
+        (
+            "miss_change.svg",
+            "L2 miss ratio",
+            &change_miss,
+            PAPER_MISS_CHANGE,
+        ),
+        (
+            "ips_change.svg",
+            "throughput (instr/s)",
+            &change_ips,
+            PAPER_IPS_CHANGE,
+        ),
+    ] {
+        write_file(
+            &a.out.join(file),
+            &line_chart(
+                &format!("CASC against TS: change in {what}, mean over seeds"),
+                "L2 size (log scale)",
+                &format!("change in {what} against TS (%)"),
+                ser,
+                XAxis::Kib,
+                Some((paper.0, paper.1, "paper, 48-768 KB")),
+            ),
+        )?;
     }
     writeln!(md)?;
     if unsteady > 0 {
@@ -387,7 +427,8 @@ fn casc(a: CascArgs) -> Result<i32> {
         "\nGround truth for \"classed right\": a thread is greedy when its program's solo miss rate \
          (LLC misses per 100 data references, fully associative LRU) at the per-context share of the \
          L2 (size / 8) is above the mean over the 18 threads; CASC classes it greedy when its PCMR is \
-         above the mean PCMR. Plots: `l2_miss_ratio.svg` (Fig. 5), `ips.svg` (Fig. 6), \
+         above the mean PCMR. Plots: `miss_change.svg` and `ips_change.svg` (each variant's change \
+         against TS by size, the paper's range shaded), `l2_miss_ratio.svg` (Fig. 5), `ips.svg` (Fig. 6), \
          `cpu_share_cv.svg` (Fig. 7, as one number per run), `llc_mpki.svg`; per-thread CPU shares \
          and PCMRs are in `results.json`. Decision cost: `cachesched bench casc`."
     )?;

@@ -110,14 +110,16 @@ fn kib_label(kib: f64) -> String {
     }
 }
 
-/// Renders a line chart with x values mapped and labelled as `x_axis` says, and
-/// error bars where a series has them.
+/// Renders a line chart with x values mapped and labelled as `x_axis` says, error bars
+/// where a series has them and, if given, a shaded horizontal band `(lo, hi, label)`
+/// across the plot (a published range, marked in the legend).
 pub fn line_chart(
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series],
     x_axis: XAxis<'_>,
+    band: Option<(f64, f64, &str)>,
 ) -> String {
     let (w, h) = (720.0, 440.0);
     let (ml, mr, mt, mb) = (80.0, 180.0, 40.0, 60.0);
@@ -147,6 +149,7 @@ pub fn line_chart(
                 .enumerate()
                 .flat_map(move |(i, p)| [p.1 - err(ser, i), p.1 + err(ser, i)])
         })
+        .chain(band.iter().flat_map(|b| [b.0, b.1]))
         .filter(|y| y.is_finite())
         .collect();
     let (mut x0, mut x1) = (
@@ -234,6 +237,28 @@ pub fn line_chart(
         mt + ph / 2.0,
         esc(y_label)
     );
+    if let Some((lo, hi, label)) = band {
+        let (top, bottom) = (sy(lo.max(hi)), sy(lo.min(hi)));
+        let _ = writeln!(
+            s,
+            r##"<rect x="{ml}" y="{top:.1}" width="{pw:.1}" height="{:.1}" fill="#999" fill-opacity="0.2"/>"##,
+            bottom - top
+        );
+        let ly = mt + 10.0 + series.len() as f64 * 18.0;
+        let lx = ml + pw + 12.0;
+        let _ = writeln!(
+            s,
+            r##"<rect x="{lx}" y="{:.1}" width="20" height="10" fill="#999" fill-opacity="0.4"/>"##,
+            ly - 5.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}">{}</text>"#,
+            lx + 26.0,
+            ly + 4.0,
+            esc(label)
+        );
+    }
     for (i, ser) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         let pts: Vec<String> = ser
@@ -468,6 +493,7 @@ mod tests {
                 errors: vec![0.05, f64::NAN, 0.02],
             }],
             XAxis::Categories(&["x".into(), "y".into(), "z".into()]),
+            None,
         );
         assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
         assert!(s.contains("t &lt;1&gt;"));
@@ -485,10 +511,14 @@ mod tests {
                 errors: Vec::new(),
             }],
             XAxis::Kib,
+            Some((-0.4, -0.2, "paper")),
         );
         for l in [">48 KB<", ">96 KB<", ">768 KB<", ">1.5 MB<"] {
             assert!(k.contains(l), "{l}");
         }
+        // the published band is drawn, in the legend, and inside the y axis
+        assert!(k.contains(">paper<") && k.matches("fill=\"#999\"").count() == 2);
+        assert!(k.contains(">-0.4<"), "the axis reaches the band");
         let cx: Vec<f64> = k
             .match_indices("<circle cx=\"")
             .map(|(i, m)| {

@@ -398,6 +398,14 @@ fn reproduce_casc_writes_the_table_plots_and_results() {
     ] {
         assert!(out.join(f).exists(), "{f}");
     }
+    // the changes against TS by size, with the paper's range marked
+    for f in ["miss_change.svg", "ips_change.svg"] {
+        let svg = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(
+            svg.contains(">paper, 48-768 KB<") && svg.contains(">casc-strict<"),
+            "{f}"
+        );
+    }
     let err = run_err(&["reproduce", "casc", "--out", o, "--l2-kb", "768"]);
     assert!(err.contains("at least two L2 sizes"), "{err}");
 }
