@@ -214,6 +214,23 @@ fn classification(r: &RunResult, truth: &[(String, f64)]) -> Option<(usize, usiz
 }
 
 /// Relative change from `old` to `new`, in percent.
+/// The change of metric `m` of variant `v` against variant 0 (the baseline) at `kb`,
+/// paired by seed, in percent: the mean over seeds and its 95% interval's half-width
+/// (NaN with one seed).
+fn paired_change(jobs: &[Job], runs: &[RunResult], v: usize, kb: u64, m: &str) -> (f64, f64) {
+    let at = |variant: usize| {
+        jobs.iter()
+            .zip(runs)
+            .filter(move |(j, _)| j.variant == variant && j.llc_kb == Some(kb))
+            .map(|(j, r)| (j.seed, metric(r, m).expect("known metric")))
+    };
+    let base: std::collections::BTreeMap<u64, f64> = at(0).collect();
+    let d: Vec<f64> = at(v)
+        .filter_map(|(seed, x)| base.get(&seed).map(|&b| pct(x, b)))
+        .collect();
+    cachesched_sim::result::mean_ci95(&d)
+}
+
 pub(crate) fn pct(new: f64, old: f64) -> f64 {
     100.0 * (new - old) / old
 }
@@ -280,10 +297,10 @@ fn casc(a: CascArgs) -> Result<i32> {
     for (vi, v) in sc.variants.iter().enumerate().skip(1) {
         let mut dm = Vec::new();
         let mut di = Vec::new();
-        let series = |points| Series {
+        let series = |changes: Vec<(f64, (f64, f64))>| Series {
             label: v.label.clone(),
-            points,
-            errors: Vec::new(),
+            points: changes.iter().map(|&(x, (m, _))| (x, m)).collect(),
+            errors: changes.iter().map(|&(_, (_, e))| e).collect(),
         };
         let (mut pm, mut pi) = (Vec::new(), Vec::new());
         for &kb in &sizes {
@@ -333,8 +350,11 @@ fn casc(a: CascArgs) -> Result<i32> {
                 dm.push(pct(mr, bmr));
                 di.push(pct(ips, bips));
             }
-            pm.push((kb as f64, pct(mr, bmr)));
-            pi.push((kb as f64, pct(ips, bips)));
+            pm.push((
+                kb as f64,
+                paired_change(&jobs, &runs, vi, kb, "l2_miss_ratio"),
+            ));
+            pi.push((kb as f64, paired_change(&jobs, &runs, vi, kb, "ips")));
             writeln!(
                 md,
                 "| {kb} KB | {} | {mr:.4} (ts {bmr:.4}) | {:+.1}% | {ips:.3e} | {:+.1}% | {:.0}% → {:.0}% | {illusion} | {right}/{total} | {} |",
@@ -367,7 +387,7 @@ fn casc(a: CascArgs) -> Result<i32> {
         write_file(
             &a.out.join(file),
             &line_chart(
-                &format!("CASC against TS: change in {what}, mean over seeds"),
+                &format!("CASC against TS: change in {what} (mean over seeds, 95% CI, paired)"),
                 "L2 size (log scale)",
                 &format!("change in {what} against TS (%)"),
                 ser,
@@ -428,7 +448,8 @@ fn casc(a: CascArgs) -> Result<i32> {
          (LLC misses per 100 data references, fully associative LRU) at the per-context share of the \
          L2 (size / 8) is above the mean over the 18 threads; CASC classes it greedy when its PCMR is \
          above the mean PCMR. Plots: `miss_change.svg` and `ips_change.svg` (each variant's change \
-         against TS by size, the paper's range shaded), `l2_miss_ratio.svg` (Fig. 5), `ips.svg` (Fig. 6), \
+         against TS by size, paired by seed, with 95% intervals where there are seeds, the paper's \
+         range shaded), `l2_miss_ratio.svg` (Fig. 5), `ips.svg` (Fig. 6), \
          `cpu_share_cv.svg` (Fig. 7, as one number per run), `llc_mpki.svg`; per-thread CPU shares \
          and PCMRs are in `results.json`. Decision cost: `cachesched bench casc`."
     )?;
