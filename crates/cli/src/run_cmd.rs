@@ -127,7 +127,7 @@ fn counter_line() -> String {
     let mut why: Vec<(String, Vec<&str>)> = Vec::new();
     for (k, r) in &probe {
         if let Err(e) = r {
-            let reason = e.to_string().replacen(&format!("{} is ", k.name()), "", 1);
+            let reason = e.reason();
             match why.iter_mut().find(|(r, _)| *r == reason) {
                 Some((_, ks)) => ks.push(k.name()),
                 None => why.push((reason, vec![k.name()])),
@@ -161,14 +161,6 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if !(a.scan_ms > 0.0 && a.scan_ms.is_finite()) {
         bail!("--scan-ms must be a positive number of milliseconds");
     }
-    // a process that does not exist is said before anything else is printed
-    for &pid in &a.pids {
-        if let Err(cachesched_linux::procfs::ProcError::Gone { .. }) =
-            cachesched_linux::procfs::process_stat(pid)
-        {
-            bail!("process {pid} does not exist (check the --pid value)");
-        }
-    }
     let target = if !a.pids.is_empty() {
         Target::Processes {
             pids: a.pids.clone(),
@@ -181,6 +173,8 @@ pub fn run(a: RunArgs) -> Result<i32> {
     } else {
         bail!("nothing to manage: give a command after `--`, --pid PID or --cgroup DIR");
     };
+    // a process or cgroup that does not exist is said before anything else is printed
+    target.check()?;
     let specs = a
         .policies
         .iter()

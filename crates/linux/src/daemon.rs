@@ -58,6 +58,32 @@ pub enum Target {
     Cgroup(PathBuf),
 }
 
+impl Target {
+    /// Whether what it names exists: every process, the cgroup's thread list. Checked
+    /// by [`Daemon::start`]; a command line may check first, before it prints anything.
+    pub fn check(&self) -> Result<(), DaemonError> {
+        match self {
+            Target::Processes { pids, .. } => {
+                for &pid in pids {
+                    if procfs::process_stat(pid).is_err() {
+                        return Err(DaemonError::NoSuchProcess { pid });
+                    }
+                }
+            }
+            Target::Cgroup(dir) => {
+                procfs::cgroup_threads(dir).map_err(|e| DaemonError::Cgroup {
+                    path: dir.display().to_string(),
+                    reason: format!(
+                        "{e} (give the cgroup's directory, e.g. /sys/fs/cgroup/cpu/mygroup)"
+                    ),
+                })?;
+            }
+            Target::Descendants => {}
+        }
+        Ok(())
+    }
+}
+
 /// Settings of the daemon loop. Defaults are documented per field.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DaemonConfig {
@@ -479,14 +505,8 @@ impl Daemon {
                 let why = probe
                     .iter()
                     .find(|(p, _)| *p == k)
-                    .and_then(|(_, r)| r.as_ref().err().map(|e| e.to_string()))
-                    .unwrap_or_else(|| PerfError::NoMapping(k).to_string());
-                // the line names the counter already
-                let why = why
-                    .strip_prefix(&format!("{} is ", k.name()))
-                    .or_else(|| why.strip_prefix(&format!("{} ", k.name())))
-                    .unwrap_or(&why)
-                    .to_string();
+                    .and_then(|(_, r)| r.as_ref().err().map(PerfError::reason))
+                    .unwrap_or_else(|| PerfError::NoMapping(k).reason());
                 (k, why)
             })
             .collect();
@@ -512,24 +532,7 @@ impl Daemon {
         if !kinds.is_empty() {
             raise_fd_limit();
         }
-        match &target {
-            Target::Processes { pids, .. } => {
-                for &pid in pids {
-                    if procfs::process_stat(pid).is_err() {
-                        return Err(DaemonError::NoSuchProcess { pid });
-                    }
-                }
-            }
-            Target::Cgroup(dir) => {
-                procfs::cgroup_threads(dir).map_err(|e| DaemonError::Cgroup {
-                    path: dir.display().to_string(),
-                    reason: format!(
-                        "{e} (give the cgroup's directory, e.g. /sys/fs/cgroup/cpu/mygroup)"
-                    ),
-                })?;
-            }
-            Target::Descendants => {}
-        }
+        target.check()?;
         let mut warnings = Vec::new();
         if policy.wants_corun_segments() {
             warnings.push(format!(

@@ -52,6 +52,27 @@ pub enum PerfError {
     },
 }
 
+impl PerfError {
+    /// The message without the counter's name in front (`not supported here (…): …`), for
+    /// lines that name the counter already or group counters by reason; a message that
+    /// does not begin with the name is whole.
+    pub fn reason(&self) -> String {
+        let msg = self.to_string();
+        let kind = match self {
+            PerfError::Unsupported { kind, .. }
+            | PerfError::Denied { kind, .. }
+            | PerfError::Os { kind, .. }
+            | PerfError::NoMapping(kind) => *kind,
+            PerfError::Gone { .. } => return msg,
+        };
+        let name = kind.name();
+        msg.strip_prefix(&format!("{name} is "))
+            .or_else(|| msg.strip_prefix(&format!("{name} ")))
+            .unwrap_or(&msg)
+            .to_string()
+    }
+}
+
 /// An OS error as its errno name where it is one perf_event_open gives (`ENOENT`), else
 /// as the OS describes it: what a user can look up in perf_event_open(2).
 fn errno(e: &io::Error) -> String {
