@@ -497,29 +497,23 @@ fn write_outputs(
                 Some(sc.variants.iter().map(|v| v.label.clone()).collect()),
             ),
         };
-        // a series from (x, (mean, interval)) pairs; one seed's NaN interval is not drawn
-        let series_of = |label: String, xs: Vec<(f64, (f64, f64))>| Series {
-            label,
-            points: xs.iter().map(|&(x, (mean, _))| (x, mean)).collect(),
-            errors: xs.iter().map(|&(_, (_, h))| h).collect(),
-        };
         let series: Vec<Series> = if sc.sweep.is_some() {
             sc.variants
                 .iter()
                 .enumerate()
                 .map(|(vi, v)| {
-                    let xs = points
+                    let xs: Vec<_> = points
                         .iter()
                         .map(|&p| (p.unwrap_or(0) as f64, stat(vi, p, m)))
                         .collect();
-                    series_of(v.label.clone(), xs)
+                    Series::with_intervals(v.label.clone(), &xs)
                 })
                 .collect()
         } else {
-            let xs = (0..sc.variants.len())
+            let xs: Vec<_> = (0..sc.variants.len())
                 .map(|vi| (vi as f64, stat(vi, None, m)))
                 .collect();
-            vec![series_of(metric_label(m).into(), xs)]
+            vec![Series::with_intervals(metric_label(m).into(), &xs)]
         };
         let file = format!("{m}.svg");
         let axis = match &labels {

@@ -213,7 +213,6 @@ fn classification(r: &RunResult, truth: &[(String, f64)]) -> Option<(usize, usiz
     Some((right, pairs.len()))
 }
 
-/// Relative change from `old` to `new`, in percent.
 /// The change of metric `m` of variant `v` against variant 0 (the baseline) at `kb`,
 /// paired by seed, in percent: the mean over seeds and its 95% interval's half-width
 /// (NaN with one seed).
@@ -231,6 +230,7 @@ fn paired_change(jobs: &[Job], runs: &[RunResult], v: usize, kb: u64, m: &str) -
     cachesched_sim::result::mean_ci95(&d)
 }
 
+/// Relative change from `old` to `new`, in percent.
 pub(crate) fn pct(new: f64, old: f64) -> f64 {
     100.0 * (new - old) / old
 }
@@ -297,11 +297,6 @@ fn casc(a: CascArgs) -> Result<i32> {
     for (vi, v) in sc.variants.iter().enumerate().skip(1) {
         let mut dm = Vec::new();
         let mut di = Vec::new();
-        let series = |changes: Vec<(f64, (f64, f64))>| Series {
-            label: v.label.clone(),
-            points: changes.iter().map(|&(x, (m, _))| (x, m)).collect(),
-            errors: changes.iter().map(|&(_, (_, e))| e).collect(),
-        };
         let (mut pm, mut pi) = (Vec::new(), Vec::new());
         for &kb in &sizes {
             let mr = mean_at(&jobs, &runs, vi, kb, "l2_miss_ratio");
@@ -367,8 +362,8 @@ fn casc(a: CascArgs) -> Result<i32> {
             )?;
         }
         summary.push((v.label.clone(), dm, di));
-        change_miss.push(series(pm));
-        change_ips.push(series(pi));
+        change_miss.push(Series::with_intervals(v.label.clone(), &pm));
+        change_ips.push(Series::with_intervals(v.label.clone(), &pi));
     }
     for (file, what, ser, paper) in [
         (

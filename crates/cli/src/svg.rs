@@ -14,6 +14,18 @@ pub struct Series {
     pub errors: Vec<f64>,
 }
 
+impl Series {
+    /// A series from `(x, (mean, interval half-width))` pairs, as statistics over seeds
+    /// give them (one seed's NaN interval is not drawn).
+    pub fn with_intervals(label: String, xs: &[(f64, (f64, f64))]) -> Series {
+        Series {
+            label,
+            points: xs.iter().map(|&(x, (mean, _))| (x, mean)).collect(),
+            errors: xs.iter().map(|&(_, (_, h))| h).collect(),
+        }
+    }
+}
+
 /// How a [`line_chart`] maps and labels x values.
 #[derive(Debug, Clone, Copy)]
 pub enum XAxis<'a> {

@@ -92,7 +92,7 @@ impl Kernel {
         self.touch(c);
     }
 
-    /// [`Kernel::step`] but for the earliest-CPU tree.
+    /// What [`Kernel::step`] does to CPU `c`, before the earliest-CPU tree learns of it.
     #[inline]
     fn advance(&mut self, c: usize) {
         let now = self.cpus[c].ready;

@@ -363,7 +363,8 @@ impl Kernel {
         self.earliest.set(c, key);
     }
 
-    /// [`Kernel::schedule`] but for the earliest-CPU tree.
+    /// What [`Kernel::schedule`] does to CPU `c`, before the earliest-CPU tree learns of
+    /// it.
     fn pick_next(&mut self, c: usize, now: u64, expired: bool) {
         self.cpus[c].need_resched = false;
         let prev = self.cpus[c].current;
