@@ -88,13 +88,6 @@ impl Kernel {
     /// it) fetches and dispatches its next chunk. See [`crate::hw::core`].
     #[inline]
     fn step(&mut self, c: usize) {
-        self.advance(c);
-        self.touch(c);
-    }
-
-    /// What [`Kernel::step`] does to CPU `c`, before the earliest-CPU tree learns of it.
-    #[inline]
-    fn advance(&mut self, c: usize) {
         let now = self.cpus[c].ready;
         self.now = self.now.max(now);
         let t = self.cpus[c].current.expect("step on a busy CPU");
@@ -512,7 +505,6 @@ impl Simulation {
             slots: vec![0; ncores],
             ipath_shift,
             now: 0,
-            earliest: crate::kernel::earliest::Earliest::new(topo.nr_cpus()),
             timers: BinaryHeap::new(),
             timer_seq: 0,
             enqueue_seq: 1 << 62,
@@ -717,9 +709,19 @@ impl Simulation {
     /// fraction done; returning false interrupts the run.
     pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<RunResult, SimError> {
         self.with_policy(&mut |p, c| p.init(c));
+        let ncpu = self.k.cpus.len();
         let mut steps: u64 = 0;
         loop {
-            let (best, bc) = self.k.earliest.min();
+            // earliest busy CPU
+            let mut best = u64::MAX;
+            let mut bc = usize::MAX;
+            for c in 0..ncpu {
+                let cpu = &self.k.cpus[c];
+                if cpu.current.is_some() && cpu.ready < best {
+                    best = cpu.ready;
+                    bc = c;
+                }
+            }
             let next_timer = self.k.timers.peek().map(|r| r.0 .0).unwrap_or(u64::MAX);
             let t = best.min(next_timer);
             if t >= self.end {

@@ -15,7 +15,6 @@
 //! segments are kept per shared cache ([`segments`]).
 
 pub mod class;
-pub(crate) mod earliest;
 pub mod segments;
 mod solaris;
 pub mod solaris_tables;
@@ -126,8 +125,6 @@ pub(crate) struct Kernel {
     pub(crate) slots: Vec<u64>,
     pub(crate) ipath_shift: u32,
     pub(crate) now: u64,
-    /// The earliest busy CPU (see [`earliest`]); kept by [`Kernel::touch`].
-    pub(crate) earliest: earliest::Earliest,
     pub(crate) timers: BinaryHeap<Reverse<(u64, u64, Timer)>>,
     pub(crate) timer_seq: u64,
     pub(crate) enqueue_seq: u64,
@@ -346,26 +343,6 @@ impl Kernel {
 
     /// Reschedules CPU `c` at `now`. `expired`: the current thread used its slice.
     pub(crate) fn schedule(&mut self, c: usize, now: u64, expired: bool) {
-        self.pick_next(c, now, expired);
-        self.touch(c);
-    }
-
-    /// CPU `c`'s key in [`Kernel::earliest`] after its ready time or thread changed:
-    /// its ready time while it runs a thread, else never.
-    #[inline]
-    pub(crate) fn touch(&mut self, c: usize) {
-        let cpu = &self.cpus[c];
-        let key = if cpu.current.is_some() {
-            cpu.ready
-        } else {
-            u64::MAX
-        };
-        self.earliest.set(c, key);
-    }
-
-    /// What [`Kernel::schedule`] does to CPU `c`, before the earliest-CPU tree learns of
-    /// it.
-    fn pick_next(&mut self, c: usize, now: u64, expired: bool) {
         self.cpus[c].need_resched = false;
         let prev = self.cpus[c].current;
         if let Some(p) = prev {
