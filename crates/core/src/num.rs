@@ -12,6 +12,15 @@ pub fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
+/// `x.ceil() as u64` without a call into the maths library (x86-64's baseline has no
+/// rounding instruction, and the engine rounds on every chunk it dispatches): the same
+/// value for every non-negative `x` below 2^53, saturating like the cast above.
+#[inline(always)]
+pub fn ceil_u64(x: f64) -> u64 {
+    let i = x as u64;
+    i.saturating_add(u64::from((i as f64) < x))
+}
+
 /// A number as a person reads it: three significant digits, plain between 0.001 and
 /// 100,000 (`0.161`, `24.5`, `1390`), else in e-notation (`1.32e9`).
 pub fn plain(v: f64) -> String {
@@ -64,6 +73,18 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ceil_u64_is_ceil() {
+        for x in [0.0, 0.2, 1.0, 1.5, 2.999, 3.0, 7.25e6, 4503599627370495.5, 1e30] {
+            assert_eq!(ceil_u64(x), x.ceil() as u64, "{x}");
+        }
+        let mut x = 0.013f64;
+        for _ in 0..10_000 {
+            assert_eq!(ceil_u64(x), x.ceil() as u64, "{x}");
+            x = x * 1.37 % 1e6 + 0.1;
+        }
+    }
 
     #[test]
     fn numbers_and_names_for_people() {

@@ -215,7 +215,7 @@ impl Kernel {
                 let own = if th.op_cpi == 1.0 {
                     n
                 } else {
-                    (n as f64 * th.op_cpi).ceil() as u64
+                    cachesched_core::num::ceil_u64(n as f64 * th.op_cpi)
                 };
                 let end = (first + n).div_ceil(ct.width).max(now + own);
                 th.ctr.instructions += n;

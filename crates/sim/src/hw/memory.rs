@@ -289,7 +289,7 @@ impl MemorySystem {
         self.bus.busy_cycles += self.transfer_cycles;
         self.bus.wait_cycles += start - now as f64;
         self.bus.transfers += 1;
-        (start - now as f64 + self.transfer_cycles).ceil() as u32
+        cachesched_core::num::ceil_u64(start - now as f64 + self.transfer_cycles) as u32
     }
 
     /// A request at `now` to the bank of `pl`'s instance that holds `addr`, occupying
