@@ -29,6 +29,10 @@ pub struct DaemonBenchArgs {
         default_values_t = ["affinity:home=core".to_string(), "timeslice".to_string()]
     )]
     policies: Vec<String>,
+    /// Also read every thread's state and counters for a stats line this often, as
+    /// `run --stats SECS` does (0: never, as `run` does by default).
+    #[arg(long = "stats", value_name = "SECS", default_value_t = 0.0)]
+    stats_s: f64,
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -46,8 +50,17 @@ pub fn run(a: DaemonBenchArgs) -> Result<()> {
         "the daemon managing a load of N threads (each computes 0.1 ms every 100 ms) for {} s;\n\
          CPU = the daemon's own CPU time over wall time (percent of one CPU); decisions = a\n\
          policy hook and its directives (thread start, exit, tick); the scan (every {} ms)\n\
-         and the tick are the periods they must fit in\n",
-        a.seconds, config.scan_ms
+         and the tick are the periods they must fit in; {}\n",
+        a.seconds,
+        config.scan_ms,
+        if a.stats_s > 0.0 {
+            format!(
+                "a stats line every {} s (as `run --stats {}`)",
+                a.stats_s, a.stats_s
+            )
+        } else {
+            "no stats lines (as `run` without --stats; --stats S adds them)".to_string()
+        }
     );
     println!(
         "{:<20} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12}",
@@ -81,7 +94,9 @@ pub fn run(a: DaemonBenchArgs) -> Result<()> {
             let start_ms = s0.elapsed().as_secs_f64() * 1e3;
             let skip = d.latencies().total;
             let (w0, c0) = (Instant::now(), own_cpu_time());
-            let mut next_stats = w0 + Duration::from_secs(1);
+            let stats_every = (a.stats_s > 0.0).then(|| Duration::from_secs_f64(a.stats_s));
+            let far = w0 + Duration::from_secs_f64(a.seconds + 1.0);
+            let mut next_stats = stats_every.map_or(far, |p| w0 + p);
             while w0.elapsed().as_secs_f64() < a.seconds {
                 let nap = d
                     .next_due()
@@ -89,10 +104,10 @@ pub fn run(a: DaemonBenchArgs) -> Result<()> {
                     .saturating_duration_since(Instant::now());
                 std::thread::sleep(nap);
                 d.poll()?;
-                if Instant::now() >= next_stats {
-                    // as `run --stats 1` would: read every thread's counters once a second
+                if let Some(p) = stats_every.filter(|_| Instant::now() >= next_stats) {
+                    // as `run --stats` does: every thread's state and counters
                     d.stats();
-                    next_stats += Duration::from_secs(1);
+                    next_stats += p;
                 }
             }
             let cpu = (own_cpu_time() - c0).as_secs_f64() / w0.elapsed().as_secs_f64();

@@ -32,6 +32,11 @@ pub struct RunArgs {
     /// How often /proc is scanned for threads that started or exited, milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 20.0)]
     scan_ms: f64,
+    /// Most of one CPU, percent, spent re-reading thread states before the ticks of a
+    /// policy that reads them (affinity); with many threads each state is then re-read
+    /// less often than every tick (the stats line shows how often).
+    #[arg(long, value_name = "PCT", default_value_t = 0.4)]
+    state_budget_pct: f64,
     /// Print a stats line every SECS seconds (to stderr); default: none until the final
     /// one at the end.
     #[arg(long = "stats", value_name = "SECS")]
@@ -161,6 +166,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if !(a.scan_ms > 0.0 && a.scan_ms.is_finite()) {
         bail!("--scan-ms must be a positive number of milliseconds");
     }
+    if !(a.state_budget_pct > 0.0 && a.state_budget_pct <= 100.0) {
+        bail!("--state-budget-pct must be a percentage of one CPU above 0 and at most 100");
+    }
     let target = if !a.pids.is_empty() {
         Target::Processes {
             pids: a.pids.clone(),
@@ -189,6 +197,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         .context("cannot read this host's topology from sysfs")?;
     let config = DaemonConfig {
         scan_ms: a.scan_ms,
+        state_budget_pct: a.state_budget_pct,
         boost_nice: a.boost_nice,
         stats_counters: !a.no_stats_counters,
         seed: a.seed,

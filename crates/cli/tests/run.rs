@@ -439,6 +439,59 @@ fn a_cgroups_threads_are_managed_and_restored() {
 }
 
 #[test]
+fn thread_states_are_re_read_in_rotation_within_their_budget() {
+    let _g = serial();
+    let host = read_host_topology().unwrap();
+    if host.topology.nr_cores() < 2 {
+        eprintln!("one core: the affinity policy does not tick; skipped");
+        return;
+    }
+    let d = tmp("run-state-budget");
+    // 200 mostly sleeping threads under the affinity policy ticking every 10 ms: how
+    // often each thread's state is re-read (the stats lines' state_every_ms, second by
+    // second after the first)
+    let every = |pct: &str| -> Vec<f64> {
+        let json = d.join(format!("{pct}.jsonl"));
+        let out = bin()
+            .args(["run", "--policy", "affinity:home=core,rebalance_ms=10"])
+            .args(["--state-budget-pct", pct, "--stats", "1", "--json"])
+            .arg(&json)
+            .args(["--", BIN, "burn", "--threads", "200", "--work-us", "50"])
+            .args(["--sleep-us", "20000", "--ms", "3500"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&json).unwrap();
+        let v: Vec<f64> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|r| r["stats"]["state_every_ms"].as_f64())
+            .collect();
+        eprintln!("state budget {pct}%: each state re-read every {v:?} ms");
+        v
+    };
+    // 0.001% of a 10 ms tick is 0.1 us: one state per tick, each of the 201 threads
+    // re-read every ~201 ticks (~2 s; the ticks slip a little on a busy machine)
+    let tiny = every("0.001");
+    assert!(tiny.len() >= 2, "{tiny:?}");
+    assert!(
+        tiny[1..].iter().all(|ms| (1500.0..6000.0).contains(ms)),
+        "one state a tick: every ~2 s expected, {tiny:?}"
+    );
+    // a whole CPU: every state at every tick
+    let ample = every("100");
+    assert!(ample.len() >= 2, "{ample:?}");
+    assert!(
+        ample[1..].iter().all(|&ms| ms < 30.0),
+        "every state at every 10 ms tick expected, {ample:?}"
+    );
+}
+
+#[test]
 fn threads_and_processes_that_come_and_go_are_followed_without_errors() {
     let _g = serial();
     let d = tmp("run-churn");

@@ -202,6 +202,12 @@ pub trait KernelView {
     fn live_threads(&self) -> Vec<ThreadId>;
     /// A snapshot of one live thread (`None` if it does not exist or exited).
     fn thread(&self, t: ThreadId) -> Option<ThreadView>;
+    /// Whether live thread `t` is runnable (`None` if it does not exist or exited): what
+    /// [`KernelView::thread`] says, without building the whole snapshot (a balancing
+    /// policy asks this of every thread at every tick).
+    fn runnable(&self, t: ThreadId) -> Option<bool> {
+        self.thread(t).map(|v| v.runnable)
+    }
     /// The counters this kernel can provide.
     fn available_counters(&self) -> &[CounterKind];
 }
@@ -235,6 +241,11 @@ impl<'a> Ctx<'a> {
     /// A snapshot of a live thread.
     pub fn thread(&self, t: ThreadId) -> Option<ThreadView> {
         self.view.thread(t)
+    }
+    /// Whether a live thread is runnable (`None` if it does not exist or exited); the
+    /// cheap form of `thread(t).map(|v| v.runnable)`.
+    pub fn runnable(&self, t: ThreadId) -> Option<bool> {
+        self.view.runnable(t)
     }
     /// Cumulative counters of a live thread.
     pub fn counters(&self, t: ThreadId) -> Option<Counters> {
@@ -293,6 +304,14 @@ pub trait Policy: Send {
     /// the policy and names the missing counters.
     fn required_counters(&self) -> Vec<CounterKind> {
         Vec::new()
+    }
+
+    /// Whether the policy reads threads' scheduling states ([`ThreadView::runnable`],
+    /// [`ThreadView::last_cpu`]) in its tick: a kernel that must fetch them (the Linux
+    /// daemon reads one `/proc` file per thread) refreshes them before each tick only
+    /// for a policy that says so.
+    fn needs_thread_states(&self) -> bool {
+        false
     }
 
     /// Whether [`Policy::corun_segment`] should be called (segments cost time to build).

@@ -89,6 +89,14 @@ impl Target {
 pub struct DaemonConfig {
     /// How often `/proc` is scanned for threads that started or exited, ms (default 20).
     pub scan_ms: f64,
+    /// At most this share of one CPU, in percent, is spent re-reading thread states
+    /// (runnable, last CPU: one `/proc` file per thread, ~5 µs each) before the ticks
+    /// of a policy that reads them (default 0.4, so that the whole daemon stays under 1%
+    /// of a CPU at 1,000 threads: `cachesched bench daemon`). Each tick re-reads the
+    /// states read longest ago until its share of the tick period is spent, so with
+    /// many threads a state is re-read less often than every tick (about every second
+    /// at 1,000 threads; the stats line shows how often).
+    pub state_budget_pct: f64,
     /// How much a boost lowers a thread's nice value (default 10).
     pub boost_nice: i32,
     /// Open per-thread counters for stats (context switches, migrations, CPU time, and
@@ -106,6 +114,7 @@ impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
             scan_ms: 20.0,
+            state_budget_pct: 0.4,
             boost_nice: 10,
             stats_counters: true,
             seed: 1,
@@ -179,6 +188,15 @@ struct Tracked {
     boosted: bool,
 }
 
+impl Tracked {
+    /// Re-reads the thread's state (one exited is left as it was, for the next scan).
+    fn reread_state(&mut self) {
+        if let Ok(s) = self.stat_file.read() {
+            self.stat = s;
+        }
+    }
+}
+
 /// What the policy sees: the managed threads and the host.
 struct State {
     host: HostTopology,
@@ -233,6 +251,9 @@ impl KernelView for State {
             runnable: tr.stat.runnable(),
             mask: tr.mask.clone(),
         })
+    }
+    fn runnable(&self, t: ThreadId) -> Option<bool> {
+        self.threads.get(&(t.0 as Tid)).map(|tr| tr.stat.runnable())
     }
     fn available_counters(&self) -> &[CounterKind] {
         &self.kinds
@@ -303,6 +324,8 @@ struct Totals {
     decisions: u64,
     decision_ns_sum: u64,
     decision_ns_max: u64,
+    /// Thread states re-read before ticks.
+    states_read: u64,
 }
 
 /// One stats line.
@@ -318,6 +341,11 @@ pub struct StatsRecord {
     pub threads: usize,
     /// Managed threads runnable now.
     pub runnable: usize,
+    /// How often each thread's state was re-read before the policy's ticks over the
+    /// interval, ms (threads × interval / states re-read; `None` when the policy reads
+    /// no states). Longer than the tick period when the state budget
+    /// ([`DaemonConfig::state_budget_pct`]) cannot cover every thread at every tick.
+    pub state_every_ms: Option<f64>,
     /// Threads started since the last line.
     pub started: u64,
     /// Threads exited since the last line.
@@ -353,13 +381,15 @@ impl StatsRecord {
     pub fn line(&self) -> String {
         let opt = |v: Option<f64>, unit: &str| v.map_or("n/a".into(), |v| format!("{v:.1}{unit}"));
         let mut s = format!(
-            "[{:7.1}s] threads {} ({} runnable, {} changed) +{} -{} | busy {} cpus | cs {} | migr {} | mpki {} | directives {} ({} failed) | daemon {:.2}% cpu, decision {:.0}/{:.0} us mean/max",
+            "[{:7.1}s] threads {} ({} runnable, {} changed) +{} -{}{} | busy {} cpus | cs {} | migr {} | mpki {} | directives {} ({} failed) | daemon {:.2}% cpu, decision {:.0}/{:.0} us mean/max",
             self.t_s,
             self.threads,
             self.runnable,
             self.changed_threads,
             self.started,
             self.exited,
+            self.state_every_ms
+                .map_or(String::new(), |ms| format!(" | states every {ms:.0} ms")),
             opt(self.managed_cpus_busy, ""),
             opt(self.context_switches_per_s, "/s"),
             opt(self.migrations_per_s, "/s"),
@@ -427,9 +457,14 @@ pub struct Daemon {
     others: BTreeSet<Pid>,
     /// `/proc/loadavg`'s last pid at the previous scan.
     last_pid: Option<Pid>,
+    /// `/proc/loadavg` kept open for `last_pid` (`None` if it could not be opened:
+    /// then every scan lists the processes).
+    loadavg: Option<procfs::LastPid>,
     tick_period: Option<Nanos>,
     next_tick: Option<Instant>,
     next_scan: Instant,
+    /// The thread whose state the last tick re-read last (the next tick goes on after it).
+    state_cursor: Option<Tid>,
     totals: Totals,
     last_stats: (Instant, Totals, Counters, Duration),
     latencies: Latencies,
@@ -564,8 +599,10 @@ impl Daemon {
             procs,
             others: BTreeSet::new(),
             last_pid: None,
+            loadavg: procfs::LastPid::open().ok(),
             tick_period: None,
             next_tick: None,
+            state_cursor: None,
             next_scan: now,
             totals: Totals::default(),
             last_stats: (now, Totals::default(), Counters::default(), own_cpu_time()),
@@ -633,7 +670,11 @@ impl Daemon {
         if let Some(t) = self.next_tick {
             if now >= t {
                 let t0 = Instant::now();
-                self.refresh_states();
+                if self.policy.needs_thread_states() {
+                    let period = self.tick_period.map_or(0, |p| p.0) as f64;
+                    let budget = period * self.config.state_budget_pct / 100.0;
+                    self.refresh_states_within(Duration::from_nanos(budget as u64));
+                }
                 if !self.policy.required_counters().is_empty() {
                     self.refresh_counters();
                 }
@@ -865,7 +906,7 @@ impl Daemon {
             Target::Descendants | Target::Processes { .. } => {
                 // nothing was created anywhere while the last pid stays the same: then
                 // only exits can have happened, which the processes' thread counts show
-                let last = procfs::last_pid().ok();
+                let last = self.loadavg.as_ref().and_then(|f| f.read().ok());
                 let created = last.is_none() || last != self.last_pid;
                 self.last_pid = last;
                 if created {
@@ -896,7 +937,12 @@ impl Daemon {
     /// from its leader thread's `stat`: the process's would sum over all its threads).
     fn counts_unchanged(&self) -> Result<bool, DaemonError> {
         for (&pid, p) in &self.procs {
-            match procfs::thread_stat(pid, pid) {
+            // the leader's stat file is open when the leader is managed
+            let stat = match self.state.threads.get(&pid) {
+                Some(tr) => tr.stat_file.read(),
+                None => procfs::thread_stat(pid, pid),
+            };
+            match stat {
                 Ok(st) if st.num_threads as usize == p.tracked && !st.exited() => {}
                 Ok(_) | Err(ProcError::Gone { .. }) => return Ok(false),
                 Err(e) => return Err(e.into()),
@@ -1099,11 +1145,37 @@ impl Daemon {
     /// Re-reads every thread's state (runnable, last CPU); a thread found exited is
     /// left for the next scan.
     fn refresh_states(&mut self) {
-        for tr in self.state.threads.values_mut() {
-            if let Ok(s) = tr.stat_file.read() {
-                tr.stat = s;
+        self.state
+            .threads
+            .values_mut()
+            .for_each(Tracked::reread_state);
+    }
+
+    /// Re-reads thread states, those read longest ago first, until `budget` is spent
+    /// (at least one; all of them if the budget allows).
+    fn refresh_states_within(&mut self, budget: Duration) {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let t0 = Instant::now();
+        let n = self.state.threads.len();
+        let mut read = 0;
+        let mut cursor = self.state_cursor;
+        // the threads after the cursor, then from the first up to the cursor
+        let halves = [
+            (self.state_cursor.map_or(Unbounded, Excluded), Unbounded),
+            (Unbounded, self.state_cursor.map_or(Unbounded, Included)),
+        ];
+        'rounds: for half in halves {
+            for (&tid, tr) in self.state.threads.range_mut(half) {
+                if read == n || (read > 0 && t0.elapsed() >= budget) {
+                    break 'rounds;
+                }
+                tr.reread_state();
+                read += 1;
+                cursor = Some(tid);
             }
         }
+        self.state_cursor = cursor;
+        self.totals.states_read += read as u64;
     }
 
     fn refresh_counters(&mut self) {
@@ -1145,6 +1217,12 @@ impl Daemon {
                 .values()
                 .filter(|t| t.stat.runnable())
                 .count(),
+            state_every_ms: (self.policy.needs_thread_states()
+                && t.states_read > tot_prev.states_read)
+                .then(|| {
+                    self.state.threads.len() as f64 * dt * 1e3
+                        / (t.states_read - tot_prev.states_read) as f64
+                }),
             started: t.started - tot_prev.started,
             exited: t.exited - tot_prev.exited,
             changed_threads: self.journal.changed(),

@@ -159,15 +159,46 @@ impl StatFile {
     }
 }
 
+/// `/proc/loadavg` kept open, for the id of the most recently created process or
+/// thread (its last field): while it stays the same, nothing was created anywhere.
+/// The daemon asks at every scan; re-reading an open file costs a fraction of opening
+/// it anew.
+#[derive(Debug)]
+pub struct LastPid {
+    file: std::fs::File,
+}
+
+impl LastPid {
+    const PATH: &'static str = "/proc/loadavg";
+
+    /// Opens `/proc/loadavg`.
+    pub fn open() -> Result<LastPid, ProcError> {
+        let path = Path::new(Self::PATH);
+        let file = std::fs::File::open(path).map_err(|e| gone_or(path, e))?;
+        Ok(LastPid { file })
+    }
+
+    /// The id of the most recently created process or thread now.
+    pub fn read(&self) -> Result<Pid, ProcError> {
+        use std::os::unix::fs::FileExt;
+        let path = Path::new(Self::PATH);
+        let mut buf = [0u8; 256];
+        let n = self
+            .file
+            .read_at(&mut buf, 0)
+            .map_err(|e| gone_or(path, e))?;
+        let s = String::from_utf8_lossy(&buf[..n]);
+        s.split_whitespace()
+            .last()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| malformed(path, &s))
+    }
+}
+
 /// The id of the most recently created process or thread (last field of
-/// `/proc/loadavg`): while it stays the same, nothing was created anywhere.
+/// `/proc/loadavg`); see [`LastPid`] to ask repeatedly.
 pub fn last_pid() -> Result<Pid, ProcError> {
-    let path = Path::new("/proc/loadavg");
-    let s = read(path)?;
-    s.split_whitespace()
-        .last()
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| malformed(path, &s))
+    LastPid::open()?.read()
 }
 
 /// `/proc/PID/stat` of a process.

@@ -83,7 +83,7 @@ impl Affinity {
     fn loads(&self, ctx: &Ctx<'_>) -> Vec<usize> {
         let mut l = vec![0; self.homes.len()];
         for (&t, &h) in &self.home_of {
-            if ctx.thread(t).is_none_or(|v| v.runnable) {
+            if ctx.runnable(t).unwrap_or(true) {
                 l[h] += 1;
             }
         }
@@ -99,6 +99,10 @@ impl Affinity {
 impl Policy for Affinity {
     fn name(&self) -> &str {
         "affinity"
+    }
+
+    fn needs_thread_states(&self) -> bool {
+        true
     }
 
     fn init(&mut self, ctx: &mut Ctx<'_>) {
@@ -163,7 +167,7 @@ impl Policy for Affinity {
             let Some(t) = self
                 .home_of
                 .iter()
-                .filter(|&(&t, &h)| h == hi && ctx.thread(t).is_some_and(|v| v.runnable))
+                .filter(|&(&t, &h)| h == hi && ctx.runnable(t) == Some(true))
                 .map(|(&t, _)| t)
                 .next_back()
             else {

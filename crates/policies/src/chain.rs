@@ -191,6 +191,10 @@ impl Policy for Chain {
         self.policies.iter().any(|p| p.wants_corun_segments())
     }
 
+    fn needs_thread_states(&self) -> bool {
+        self.policies.iter().any(|p| p.needs_thread_states())
+    }
+
     fn init(&mut self, ctx: &mut Ctx<'_>) {
         self.each(ctx, &mut |p, c| p.init(c));
     }

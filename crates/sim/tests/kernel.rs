@@ -676,3 +676,53 @@ fn the_llc_can_be_partitioned_equally_and_occupancy_is_recorded() {
     let e = simulate(&c).unwrap_err().to_string();
     assert!(e.contains("8 ways among 9"), "{e}");
 }
+
+/// At every tick, asks each thread whether it is runnable both ways and counts the answers.
+#[derive(Default)]
+struct RunnableProbe {
+    seen: Arc<Mutex<(u64, u64, u64)>>,
+}
+
+impl Policy for RunnableProbe {
+    fn name(&self) -> &str {
+        "runnable-probe"
+    }
+    fn init(&mut self, ctx: &mut Ctx<'_>) {
+        ctx.set_tick_period(Some(Nanos::from_ms_f64(0.1)));
+    }
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        let mut s = self.seen.lock().unwrap();
+        for i in 0..8 {
+            let t = ThreadId(i);
+            let quick = ctx.runnable(t);
+            if quick == ctx.thread(t).map(|v| v.runnable) {
+                match quick {
+                    Some(true) => s.0 += 1,
+                    _ => s.1 += 1,
+                }
+            } else {
+                s.2 += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_quick_runnable_answer_equals_the_snapshots() {
+    // three threads computing 0.5 ms and sleeping 0.3 ms: both answers occur often
+    let mut g = ThreadGroup::of("small", 3);
+    let mut m = cachesched_sim::workload::profile("small").unwrap();
+    m.run_ms = Some(0.5);
+    m.sleep_ms = Some(0.3);
+    g.profile = None;
+    g.model = Some(m);
+    let mut c = SimConfig::new("clovertown-2x2", vec![g]);
+    c.duration_ms = 30.0;
+    let p = RunnableProbe::default();
+    let seen = p.seen.clone();
+    simulate_with(&c, Box::new(p)).unwrap();
+    let (runnable, not, differ) = *seen.lock().unwrap();
+    assert_eq!(differ, 0, "runnable {runnable}, not {not}");
+    // ~300 ticks × 3 threads, and 5 ids that never exist
+    assert!(runnable > 200 && not > 300 * 5 + 50, "{runnable} {not}");
+}

@@ -721,6 +721,13 @@ impl KernelView for Kernel {
             mask: th.mask.clone(),
         })
     }
+    fn runnable(&self, t: ThreadId) -> Option<bool> {
+        let th = self.threads.get(t.index())?;
+        match th.state {
+            State::Exited => None,
+            s => Some(matches!(s, State::Running(_) | State::Runnable)),
+        }
+    }
     fn available_counters(&self) -> &[CounterKind] {
         &self.available
     }
