@@ -83,6 +83,13 @@ impl Kernel {
             .collect()
     }
 
+    /// Sets when the thread running on CPU `c` steps next.
+    #[inline(always)]
+    fn set_ready(&mut self, c: usize, at: u64) {
+        self.cpus[c].ready = at;
+        self.next_step[c] = at;
+    }
+
     /// Advances the thread on CPU `c` at the CPU's ready time, which is the engine's
     /// current time: performs its pending memory access, then (if it need not wait for
     /// it) fetches and dispatches its next chunk. See [`crate::hw::core`].
@@ -93,7 +100,7 @@ impl Kernel {
         let t = self.cpus[c].current.expect("step on a busy CPU");
         if self.threads[t].timing.phase == Phase::Access {
             let ready = self.access(c, t, now);
-            self.cpus[c].ready = ready;
+            self.set_ready(c, ready);
             if ready > now {
                 return;
             }
@@ -185,7 +192,7 @@ impl Kernel {
                     .timing
                     .window_wait(&ct, th.timing.instr + n - 1, now, &mut th.ctr);
                 if wait > now {
-                    self.cpus[c].ready = wait;
+                    self.set_ready(c, wait);
                     return;
                 }
                 let line = pc >> self.ipath_shift;
@@ -202,7 +209,7 @@ impl Kernel {
                         let s = f.stall_cycles as u64;
                         charge_stall(&mut th.ctr, f.source, true, s);
                         // dispatch waits for the line; the operation is not consumed
-                        self.cpus[c].ready = now + s;
+                        self.set_ready(c, now + s);
                         return;
                     }
                 }
@@ -225,7 +232,7 @@ impl Kernel {
                 th.timing.dependent = dep;
                 th.timing.pc = pc;
                 th.timing.phase = Phase::Access;
-                self.cpus[c].ready = end;
+                self.set_ready(c, end);
             }
             Op::Sleep(d) => {
                 th.op_pos += 1;
@@ -501,6 +508,7 @@ impl Simulation {
             starvation_cycles: cyc(cfg.kernel.starvation_limit_ms),
             segment_max_cycles: cyc(cfg.kernel.corun_segment_max_ms),
             threads,
+            next_step: vec![u64::MAX; cpus.len()],
             cpus,
             slots: vec![0; ncores],
             ipath_shift,
@@ -709,16 +717,14 @@ impl Simulation {
     /// fraction done; returning false interrupts the run.
     pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<RunResult, SimError> {
         self.with_policy(&mut |p, c| p.init(c));
-        let ncpu = self.k.cpus.len();
         let mut steps: u64 = 0;
         loop {
             // earliest busy CPU
             let mut best = u64::MAX;
             let mut bc = usize::MAX;
-            for c in 0..ncpu {
-                let cpu = &self.k.cpus[c];
-                if cpu.current.is_some() && cpu.ready < best {
-                    best = cpu.ready;
+            for (c, &r) in self.k.next_step.iter().enumerate() {
+                if r < best {
+                    best = r;
                     bc = c;
                 }
             }

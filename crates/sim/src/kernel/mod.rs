@@ -120,6 +120,10 @@ pub(crate) struct Kernel {
     pub(crate) starvation_cycles: u64,
     pub(crate) threads: Vec<Thread>,
     pub(crate) cpus: Vec<Cpu>,
+    /// Per CPU, the cycle at which its running thread steps next (its `ready`), or
+    /// `u64::MAX` when it runs none: the array the engine scans for the earliest CPU,
+    /// kept beside the CPUs so that the scan reads one small contiguous slice.
+    pub(crate) next_step: Vec<u64>,
     /// Per core: the dispatch slot (cycle × issue width) from which the core's
     /// dispatch bandwidth is free.
     pub(crate) slots: Vec<u64>,
@@ -360,6 +364,7 @@ impl Kernel {
             }
         }
         self.cpus[c].current = None;
+        self.next_step[c] = u64::MAX;
         if self.cpus[c].rq.is_empty() {
             if self.class.solaris() {
                 self.steal(c, now);
@@ -416,6 +421,7 @@ impl Kernel {
         th.dispatched_at = start;
         th.ctr_at_dispatch = th.ctr;
         self.cpus[c].current = Some(t);
+        self.next_step[c] = self.cpus[c].ready;
         self.cpus[c].slice_end = start + slice_cycles;
         if switched {
             self.corun_change(c, now);
