@@ -119,12 +119,12 @@ impl Kernel {
     /// access is made then).
     #[inline]
     fn access(&mut self, c: usize, t: usize, now: u64) -> u64 {
-        let ct = self.core_timing;
+        let ct = &self.core_timing;
         let th = &mut self.threads[t];
         let (addr, write, pc) = (th.timing.addr, th.timing.write, th.timing.pc);
         let phys = self.pages.translate(addr);
         let wait = if write {
-            th.timing.store_buffer_wait(&ct, now, &mut th.ctr)
+            th.timing.store_buffer_wait(ct, now, &mut th.ctr)
         } else {
             let mut w = now;
             if th.timing.dependent {
@@ -132,7 +132,7 @@ impl Kernel {
             }
             if w == now && th.timing.misses.len() >= ct.load_misses && !self.mem.l1d_holds(c, phys)
             {
-                w = th.timing.miss_register_wait(&ct, now, &mut th.ctr);
+                w = th.timing.miss_register_wait(ct, now, &mut th.ctr);
             }
             w
         };
@@ -158,7 +158,7 @@ impl Kernel {
             }
         }
         if write {
-            th.timing.store(&ct, now, latency);
+            th.timing.store(ct, now, latency);
         } else {
             th.timing.load(now, latency, out.source);
         }
@@ -170,7 +170,7 @@ impl Kernel {
     /// dispatches its next operation's instructions, or sleeps or exits.
     #[inline]
     fn issue(&mut self, c: usize, t: usize, now: u64) {
-        let ct = self.core_timing;
+        let ct = &self.core_timing;
         let th = &mut self.threads[t];
         if th.op_pos == th.ops.len() {
             th.ops.clear();
@@ -190,7 +190,7 @@ impl Kernel {
                 let n = gap as u64 + 1;
                 let wait = th
                     .timing
-                    .window_wait(&ct, th.timing.instr + n - 1, now, &mut th.ctr);
+                    .window_wait(ct, th.timing.instr + n - 1, now, &mut th.ctr);
                 if wait > now {
                     self.set_ready(c, wait);
                     return;

@@ -74,15 +74,17 @@ impl BusStats {
 }
 
 /// Per CPU, a list of (cache level, instance) pairs.
-type Targets = Vec<Vec<(usize, usize)>>;
+/// Per CPU, caches to probe: (index in [`MemorySystem::caches`], line shift).
+type Targets = Vec<Vec<(usize, u32)>>;
 
 #[derive(Debug, Clone, Copy)]
 struct PathLevel {
     /// Index of the level in the topology's cache list.
     level: usize,
+    /// Index of the instance in [`MemorySystem::caches`].
+    cache: usize,
     /// What serves an access that hits here.
     source: ServedBy,
-    instance: usize,
     shift: u32,
     latency: u32,
     private: bool,
@@ -97,8 +99,11 @@ struct PathLevel {
 /// All caches, paths, coherence state and the bus. See the [module documentation](self).
 #[derive(Debug, Clone)]
 pub struct MemorySystem {
-    caches: Vec<Vec<Cache>>,
-    shifts: Vec<u32>,
+    /// Every cache instance, level by level (one flat array: a lookup indexes once).
+    caches: Vec<Cache>,
+    /// Per level of the topology's cache list, the index of its first instance in
+    /// `caches`.
+    first_instance: Vec<usize>,
     dpath: Vec<Vec<PathLevel>>,
     ipath: Vec<Vec<PathLevel>>,
     /// Per CPU: other cores' private data caches on the same chip.
@@ -136,21 +141,21 @@ impl MemorySystem {
     /// Builds cold caches for `machine` with topology `topo`.
     pub fn new(machine: &MachineConfig, topo: &Topology) -> Result<MemorySystem, MachineError> {
         let mut caches = Vec::new();
+        let mut first_instance = Vec::new();
         let mut shifts = Vec::new();
         for l in &topo.caches {
+            first_instance.push(caches.len());
             let g = CacheGeometry {
                 size_bytes: l.size_bytes,
                 ways: l.ways,
                 line_bytes: l.line_bytes,
             };
-            let mut v = Vec::new();
             for _ in &l.instances {
-                v.push(Cache::new(g).map_err(|e| MachineError::Invalid {
+                caches.push(Cache::new(g).map_err(|e| MachineError::Invalid {
                     name: machine.name.clone(),
                     reason: e.to_string(),
                 })?);
             }
-            caches.push(v);
             shifts.push(l.line_bytes.trailing_zeros());
         }
         let llc = topo.llc();
@@ -184,12 +189,12 @@ impl MemorySystem {
                         bank_base: bank_bases[i]
                             + topo.cache_instance(i, cpu.id) * l.banks as usize,
                         level: i,
+                        cache: first_instance[i] + topo.cache_instance(i, cpu.id),
                         source: match l.level {
                             0 | 1 => ServedBy::L1,
                             2 => ServedBy::L2,
                             _ => ServedBy::L3,
                         },
-                        instance: topo.cache_instance(i, cpu.id),
                         shift: shifts[i],
                         latency: l.latency_cycles,
                         private: matches!(l.scope, CacheScope::Context | CacheScope::Core),
@@ -214,9 +219,11 @@ impl MemorySystem {
                         continue;
                     }
                     match chip_of_instance(i, inst) {
-                        Some(ch) if ch != cpu.chip => rem.push((i, inst)),
+                        Some(ch) if ch != cpu.chip => {
+                            rem.push((first_instance[i] + inst, shifts[i]))
+                        }
                         Some(_) if matches!(l.scope, CacheScope::Context | CacheScope::Core) => {
-                            sib.push((i, inst))
+                            sib.push((first_instance[i] + inst, shifts[i]))
                         }
                         _ => {}
                     }
@@ -250,7 +257,7 @@ impl MemorySystem {
             prefetches: PrefetchStats::default(),
             llc,
             caches,
-            shifts,
+            first_instance,
             dpath,
             ipath,
             siblings,
@@ -272,12 +279,12 @@ impl MemorySystem {
 
     /// The cache instance `instance` of level `level`.
     pub fn cache(&self, level: usize, instance: usize) -> &Cache {
-        &self.caches[level][instance]
+        &self.caches[self.first_instance[level] + instance]
     }
 
     /// Empties every cache.
     pub fn flush(&mut self) {
-        self.caches.iter_mut().flatten().for_each(Cache::flush);
+        self.caches.iter_mut().for_each(Cache::flush);
     }
 
     /// One line transfer requested at `now`, served first come, first served (the
@@ -317,9 +324,9 @@ impl MemorySystem {
         let n = targets_of(self)[cpu].len();
         let mut found = false;
         for k in 0..n {
-            let (l, inst) = targets_of(self)[cpu][k];
-            let block = addr >> self.shifts[l];
-            let c = &mut self.caches[l][inst];
+            let (i, shift) = targets_of(self)[cpu][k];
+            let block = addr >> shift;
+            let c = &mut self.caches[i];
             if invalidate {
                 if c.invalidate(block).is_some() {
                     found = true;
@@ -351,11 +358,11 @@ impl MemorySystem {
         let pl = path[i];
         let outer = path.get(i + 1).copied();
         let block = addr >> pl.shift;
-        if let Some(ev) = self.caches[pl.level][pl.instance].fill(block, owner, flags) {
+        if let Some(ev) = self.caches[pl.cache].fill(block, owner, flags) {
             if ev.flags & DIRTY != 0 {
                 let ev_addr = ev.block << pl.shift;
                 let kept = outer.is_some_and(|o| {
-                    self.caches[o.level][o.instance].update_flags(ev_addr >> o.shift, DIRTY, 0)
+                    self.caches[o.cache].update_flags(ev_addr >> o.shift, DIRTY, 0)
                 });
                 if !kept {
                     self.bus_transfer(now);
@@ -386,10 +393,7 @@ impl MemorySystem {
         let first = if write && self.l1_write_through {
             let pl = self.dpath[cpu][0];
             ctr.l1d_refs += 1;
-            if self.caches[pl.level][pl.instance]
-                .lookup(addr >> pl.shift, 0)
-                .is_none()
-            {
+            if self.caches[pl.cache].lookup(addr >> pl.shift, 0).is_none() {
                 ctr.l1d_misses += 1;
             }
             1
@@ -407,7 +411,7 @@ impl MemorySystem {
             }
             ctr.l2_refs += pl.counts_l2 as u64;
             ctr.llc_refs += pl.counts_llc as u64;
-            if let Some(f) = self.caches[pl.level][pl.instance].lookup(addr >> pl.shift, wflag) {
+            if let Some(f) = self.caches[pl.cache].lookup(addr >> pl.shift, wflag) {
                 hit = Some((i, f));
                 break;
             }
@@ -471,11 +475,7 @@ impl MemorySystem {
         if let Some((k, f)) = hit {
             if self.coherent && f & both != excl {
                 let pl = self.dpath[cpu][k];
-                self.caches[pl.level][pl.instance].update_flags(
-                    addr >> pl.shift,
-                    excl,
-                    both & !excl,
-                );
+                self.caches[pl.cache].update_flags(addr >> pl.shift, excl, both & !excl);
             }
         }
         if !self.prefetchers.is_empty() {
@@ -498,7 +498,7 @@ impl MemorySystem {
     #[cold]
     fn prefetched_found(&mut self, cpu: usize, k: usize, addr: u64, now: u64) -> u32 {
         let pl = self.dpath[cpu][k];
-        self.caches[pl.level][pl.instance].update_flags(addr >> pl.shift, 0, PREFETCHED);
+        self.caches[pl.cache].update_flags(addr >> pl.shift, 0, PREFETCHED);
         let at = self.prefetchers[cpu].arrival(addr, pl.shift);
         if at > now {
             self.prefetches.late += 1;
@@ -513,6 +513,7 @@ impl MemorySystem {
     /// instruction at `pc` that hit at path level `hit` (`None`: missed every cache)
     /// and issues what they ask for (on `owner`'s behalf).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn train(
         &mut self,
         cpu: usize,
@@ -567,12 +568,21 @@ impl MemorySystem {
     /// levels between it and where the line is), unless it is there already; on a
     /// machine with other chips, never a line another chip holds. The line is marked
     /// [`PREFETCHED`] with its arrival time and belongs to `owner`.
+    #[inline]
     fn prefetch_line(&mut self, cpu: usize, owner: u32, addr: u64, target: usize, now: u64) {
+        let t = self.dpath[cpu][target];
+        if !self.caches[t.cache].contains(addr >> t.shift) {
+            self.prefetch_absent(cpu, owner, addr, target, now);
+        }
+    }
+
+    /// [`MemorySystem::prefetch_line`] of a line not at path level `target`: kept out
+    /// of line, so that the common case (the line is there) is a lookup where it is
+    /// asked for.
+    #[inline(never)]
+    fn prefetch_absent(&mut self, cpu: usize, owner: u32, addr: u64, target: usize, now: u64) {
         let npath = self.dpath[cpu].len();
         let t = self.dpath[cpu][target];
-        if self.caches[t.level][t.instance].contains(addr >> t.shift) {
-            return;
-        }
         if target == 0 && self.prefetch.l2_streamer {
             // the L1's request is an L2 lookup the streamer sees
             self.stream_train(cpu, owner, addr, now);
@@ -581,7 +591,7 @@ impl MemorySystem {
         let mut ready = 0;
         for j in target + 1..npath {
             let pl = self.dpath[cpu][j];
-            if let Some(f) = self.caches[pl.level][pl.instance].flags(addr >> pl.shift) {
+            if let Some(f) = self.caches[pl.cache].flags(addr >> pl.shift) {
                 from = j;
                 ready = now + pl.latency as u64;
                 if f & PREFETCHED != 0 {
@@ -633,10 +643,7 @@ impl MemorySystem {
             }
             ctr.l2_refs += pl.counts_l2 as u64;
             ctr.llc_refs += pl.counts_llc as u64;
-            if self.caches[pl.level][pl.instance]
-                .lookup(addr >> pl.shift, 0)
-                .is_some()
-            {
+            if self.caches[pl.cache].lookup(addr >> pl.shift, 0).is_some() {
                 for j in (0..i).rev() {
                     self.fill(cpu, j, owner, addr, 0, false, now);
                 }
@@ -668,7 +675,8 @@ impl MemorySystem {
         let Some(l) = self.llc else {
             return Err("the machine has no last-level data cache".into());
         };
-        let ways = self.caches[l][0].geometry().ways as usize;
+        let first = self.first_instance[l];
+        let ways = self.caches[first].geometry().ways as usize;
         if classes == 0 || classes > ways {
             return Err(format!(
                 "cannot divide {ways} ways among {classes} (at most one class per way)"
@@ -681,7 +689,12 @@ impl MemorySystem {
             parts.push((w..w + n).collect::<Vec<u32>>());
             w += n;
         }
-        for c in &mut self.caches[l] {
+        let end = self
+            .first_instance
+            .get(l + 1)
+            .copied()
+            .unwrap_or(self.caches.len());
+        for c in &mut self.caches[first..end] {
             c.set_partition(&parts).map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -691,7 +704,7 @@ impl MemorySystem {
     /// class `class`.
     pub fn set_llc_class(&mut self, instance: usize, owner: u32, class: u16) {
         if let Some(l) = self.llc {
-            self.caches[l][instance].set_owner_class(owner, class);
+            self.caches[self.first_instance[l] + instance].set_owner_class(owner, class);
         }
     }
 
@@ -700,12 +713,12 @@ impl MemorySystem {
     #[inline]
     pub fn l1d_holds(&self, cpu: usize, addr: u64) -> bool {
         let pl = self.dpath[cpu][0];
-        self.caches[pl.level][pl.instance].contains(addr >> pl.shift)
+        self.caches[pl.cache].contains(addr >> pl.shift)
     }
 
     /// Bytes of cache instance (`level`, `instance`) owned by thread `owner`.
     pub fn occupancy_bytes(&self, level: usize, instance: usize, owner: u32) -> u64 {
-        self.caches[level][instance].occupancy_bytes(owner)
+        self.caches[self.first_instance[level] + instance].occupancy_bytes(owner)
     }
 }
 
