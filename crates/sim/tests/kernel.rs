@@ -313,8 +313,9 @@ fn cross_chip_sharing_is_remote_and_sampled() {
     assert!(samples.lock().unwrap().iter().all(|s| s.addr.0 >> 44 == 1));
 }
 
-#[test]
-fn affinity_oblivious_mode_migrates_more() {
+/// Three `small` threads on clovertown-2x2, each computing 0.5 ms and sleeping 0.3 ms,
+/// for `ms`.
+fn bursty_threads(ms: f64) -> SimConfig {
     let mut g = ThreadGroup::of("small", 3);
     let mut m = cachesched_sim::workload::profile("small").unwrap();
     m.run_ms = Some(0.5);
@@ -322,7 +323,13 @@ fn affinity_oblivious_mode_migrates_more() {
     g.profile = None;
     g.model = Some(m);
     let mut c = SimConfig::new("clovertown-2x2", vec![g]);
-    c.duration_ms = 100.0;
+    c.duration_ms = ms;
+    c
+}
+
+#[test]
+fn affinity_oblivious_mode_migrates_more() {
+    let mut c = bursty_threads(100.0);
     let aware = simulate(&c).unwrap();
     c.kernel.affinity_oblivious = true;
     let oblivious = simulate(&c).unwrap();
@@ -709,15 +716,8 @@ impl Policy for RunnableProbe {
 
 #[test]
 fn the_quick_runnable_answer_equals_the_snapshots() {
-    // three threads computing 0.5 ms and sleeping 0.3 ms: both answers occur often
-    let mut g = ThreadGroup::of("small", 3);
-    let mut m = cachesched_sim::workload::profile("small").unwrap();
-    m.run_ms = Some(0.5);
-    m.sleep_ms = Some(0.3);
-    g.profile = None;
-    g.model = Some(m);
-    let mut c = SimConfig::new("clovertown-2x2", vec![g]);
-    c.duration_ms = 30.0;
+    // threads that compute and sleep by turns: both answers occur often
+    let c = bursty_threads(30.0);
     let p = RunnableProbe::default();
     let seen = p.seen.clone();
     simulate_with(&c, Box::new(p)).unwrap();
