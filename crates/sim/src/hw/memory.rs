@@ -373,6 +373,10 @@ impl MemorySystem {
 
     /// A data access by `owner` on `cpu` at cycle `now`, made by the instruction at
     /// `pc`; updates `ctr` (references and misses per level, remote accesses).
+    ///
+    /// Most accesses hit the first-level cache with nothing to tell other caches: this
+    /// handles those here (the same outcome the whole walk below would give) and
+    /// leaves the rest to [`MemorySystem::data_access_walk`].
     #[allow(clippy::too_many_arguments)] // the hot path passes scalars, not a struct
     #[inline]
     pub fn data_access(
@@ -384,6 +388,50 @@ impl MemorySystem {
         write: bool,
         now: u64,
         ctr: &mut Counters,
+    ) -> AccessOutcome {
+        let pl = self.dpath[cpu][0];
+        if (write && self.l1_write_through) || pl.banks > 0 {
+            return self.data_access_walk(cpu, owner, addr, pc, write, now, ctr, None);
+        }
+        ctr.l1d_refs += 1;
+        ctr.l2_refs += pl.counts_l2 as u64;
+        ctr.llc_refs += pl.counts_llc as u64;
+        let wflag = if write { DIRTY } else { 0 };
+        let first = self.caches[pl.cache].lookup(addr >> pl.shift, wflag);
+        if let Some(f) = first {
+            // a hit that needs no probe and changes no coherence flag (see the walk)
+            let both = EXCLUSIVE | CORE_EXCLUSIVE;
+            if !self.coherent || (pl.private && (!write || f & both == both)) {
+                let mut stall = 0;
+                if !self.prefetchers.is_empty() {
+                    if f & PREFETCHED != 0 {
+                        stall = self.prefetched_found(cpu, 0, addr, now);
+                    }
+                    self.train(cpu, owner, addr, pc, write, Some(0), now);
+                }
+                return AccessOutcome {
+                    stall_cycles: stall,
+                    source: ServedBy::L1,
+                };
+            }
+        }
+        self.data_access_walk(cpu, owner, addr, pc, write, now, ctr, Some(first))
+    }
+
+    /// [`MemorySystem::data_access`] walking the whole path: `first_level` is the
+    /// outcome of the first level's lookup if `data_access` made it (its references
+    /// are then counted already).
+    #[allow(clippy::too_many_arguments)]
+    fn data_access_walk(
+        &mut self,
+        cpu: usize,
+        owner: u32,
+        addr: u64,
+        pc: u64,
+        write: bool,
+        now: u64,
+        ctr: &mut Counters,
+        first_level: Option<Option<u8>>,
     ) -> AccessOutcome {
         let npath = self.dpath[cpu].len();
         let wflag = if write { DIRTY } else { 0 };
@@ -403,15 +451,21 @@ impl MemorySystem {
         let mut bank_wait = 0;
         for i in first..npath {
             let pl = self.dpath[cpu][i];
-            if i == 0 {
-                ctr.l1d_refs += 1;
-            }
-            if pl.banks > 0 {
-                bank_wait += self.bank(pl, addr, now, 1);
-            }
-            ctr.l2_refs += pl.counts_l2 as u64;
-            ctr.llc_refs += pl.counts_llc as u64;
-            if let Some(f) = self.caches[pl.cache].lookup(addr >> pl.shift, wflag) {
+            let found = match (i, first_level) {
+                (0, Some(found)) => found,
+                _ => {
+                    if i == 0 {
+                        ctr.l1d_refs += 1;
+                    }
+                    if pl.banks > 0 {
+                        bank_wait += self.bank(pl, addr, now, 1);
+                    }
+                    ctr.l2_refs += pl.counts_l2 as u64;
+                    ctr.llc_refs += pl.counts_llc as u64;
+                    self.caches[pl.cache].lookup(addr >> pl.shift, wflag)
+                }
+            };
+            if let Some(f) = found {
                 hit = Some((i, f));
                 break;
             }
