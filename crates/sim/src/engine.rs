@@ -224,7 +224,7 @@ impl Kernel {
                 } else {
                     cachesched_core::num::ceil_u64(n as f64 * th.op_cpi)
                 };
-                let end = (first + n).div_ceil(ct.width).max(now + own);
+                let end = ct.slot_cycle(first + n).max(now + own);
                 th.ctr.instructions += n;
                 th.timing.instr += n;
                 th.timing.addr = addr;

@@ -54,6 +54,9 @@ pub enum Phase {
 pub struct CoreTiming {
     /// Instructions dispatched per cycle by the whole core.
     pub width: u64,
+    /// log2 of `width` when it is a power of two (then [`CoreTiming::slot_cycle`]
+    /// shifts instead of dividing).
+    width_log2: Option<u32>,
     /// Out-of-order: thread rates come from `ilp`, not the in-order base CPI.
     pub out_of_order: bool,
     /// Instructions in flight behind an outstanding miss (1 for in-order cores).
@@ -72,11 +75,25 @@ impl CoreTiming {
         let ooo = core.out_of_order;
         CoreTiming {
             width: core.issue_width as u64,
+            width_log2: (core.issue_width as u64)
+                .is_power_of_two()
+                .then(|| core.issue_width.trailing_zeros()),
             out_of_order: ooo,
             window: if ooo { core.rob_entries as u64 } else { 1 },
             load_misses: if ooo { core.load_misses as usize } else { 1 },
             store_buffer: store_buffer as usize,
             serial_stores: core.serial_stores,
+        }
+    }
+
+    /// The cycle by which dispatch slot `slot` (cycle × width + position) has gone:
+    /// `slot.div_ceil(width)`, with a shift where the width allows (a 64-bit division
+    /// costs tens of cycles, on every chunk dispatched).
+    #[inline(always)]
+    pub fn slot_cycle(&self, slot: u64) -> u64 {
+        match self.width_log2 {
+            Some(s) => (slot >> s) + u64::from(slot & ((1 << s) - 1) != 0),
+            None => slot.div_ceil(self.width),
         }
     }
 
@@ -340,6 +357,33 @@ mod tests {
         );
         assert_eq!(s.window_wait(&o, 145, 300, &mut c), 320, "then the second");
         assert_eq!(c.data_stall_dram_cycles, 160 + 20);
+    }
+
+    #[test]
+    fn slot_cycle_is_div_ceil_for_every_width() {
+        for width in 1..=8 {
+            let t = CoreTiming::new(
+                &CoreModel {
+                    issue_width: width,
+                    ..CoreModel {
+                        kind: CoreKind::Single,
+                        issue_width: 1,
+                        out_of_order: true,
+                        rob_entries: 96,
+                        load_misses: 8,
+                        serial_stores: false,
+                    }
+                },
+                8,
+            );
+            for slot in (0..2000).chain([u64::MAX / 2, u64::MAX - 7]) {
+                assert_eq!(
+                    t.slot_cycle(slot),
+                    slot.div_ceil(width as u64),
+                    "{width} {slot}"
+                );
+            }
+        }
     }
 
     #[test]
