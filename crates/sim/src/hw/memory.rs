@@ -376,7 +376,7 @@ impl MemorySystem {
     ///
     /// Most accesses hit the first-level cache with nothing to tell other caches: this
     /// handles those here (the same outcome the whole walk below would give) and
-    /// leaves the rest to [`MemorySystem::data_access_walk`].
+    /// leaves the rest to the general walk (`data_access_walk`).
     #[allow(clippy::too_many_arguments)] // the hot path passes scalars, not a struct
     #[inline]
     pub fn data_access(
