@@ -402,13 +402,7 @@ impl MemorySystem {
             // a hit that needs no probe and changes no coherence flag (see the walk)
             let both = EXCLUSIVE | CORE_EXCLUSIVE;
             if !self.coherent || (pl.private && (!write || f & both == both)) {
-                let mut stall = 0;
-                if !self.prefetchers.is_empty() {
-                    if f & PREFETCHED != 0 {
-                        stall = self.prefetched_found(cpu, 0, addr, now);
-                    }
-                    self.train(cpu, owner, addr, pc, write, Some(0), now);
-                }
+                let stall = self.after_demand(cpu, owner, addr, pc, write, Some((0, f)), now);
                 return AccessOutcome {
                     stall_cycles: stall,
                     source: ServedBy::L1,
@@ -532,18 +526,39 @@ impl MemorySystem {
                 self.caches[pl.cache].update_flags(addr >> pl.shift, excl, both & !excl);
             }
         }
-        if !self.prefetchers.is_empty() {
-            if let Some((k, f)) = hit {
-                if f & PREFETCHED != 0 {
-                    stall = stall.max(self.prefetched_found(cpu, k, addr, now));
-                }
-            }
-            self.train(cpu, owner, addr, pc, write, hit.map(|(k, _)| k), now);
-        }
+        stall = stall.max(self.after_demand(cpu, owner, addr, pc, write, hit, now));
         AccessOutcome {
             stall_cycles: stall,
             source,
         }
+    }
+
+    /// What the prefetchers do after a demand access that hit at (path level, flags)
+    /// `hit` (`None`: every cache missed): the cycles until a prefetched line it found
+    /// arrives (0 if none or arrived), after training on the access.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn after_demand(
+        &mut self,
+        cpu: usize,
+        owner: u32,
+        addr: u64,
+        pc: u64,
+        write: bool,
+        hit: Option<(usize, u8)>,
+        now: u64,
+    ) -> u32 {
+        if self.prefetchers.is_empty() {
+            return 0;
+        }
+        let mut wait = 0;
+        if let Some((k, f)) = hit {
+            if f & PREFETCHED != 0 {
+                wait = self.prefetched_found(cpu, k, addr, now);
+            }
+        }
+        self.train(cpu, owner, addr, pc, write, hit.map(|(k, _)| k), now);
+        wait
     }
 
     /// A demand access found the prefetched line holding `addr` at path level `k` of
