@@ -89,7 +89,7 @@ pub struct Scenario {
     /// Timeline sample interval, ms (default 10).
     #[serde(default = "default_sample")]
     pub sample_ms: f64,
-    /// Seeds; each combination runs once per seed (default: seed 1 only).
+    /// Seeds; each combination runs once per seed (default: 1 to 5).
     #[serde(default = "default_seeds")]
     pub seeds: Vec<u64>,
     /// Variants to compare (default: the baseline alone).
@@ -110,7 +110,7 @@ fn default_sample() -> f64 {
     10.0
 }
 fn default_seeds() -> Vec<u64> {
-    vec![1]
+    (1..=5).collect()
 }
 fn default_variants() -> Vec<Variant> {
     vec![Variant {
@@ -160,7 +160,40 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "memory bus utilisation",
         "memory bus utilisation (fraction)",
     ),
+    (
+        "stp",
+        "system throughput: the sum of threads' progress against running alone (weighted speedup)",
+        "system throughput (STP, weighted speedup)",
+    ),
+    (
+        "antt",
+        "average normalized turnaround time: threads' mean slowdown against running alone",
+        "ANTT (mean slowdown against alone)",
+    ),
+    (
+        "max_slowdown",
+        "the largest slowdown of a thread against running alone",
+        "worst slowdown against alone",
+    ),
+    (
+        "jain",
+        "Jain's fairness index of threads' progress against running alone",
+        "Jain's index of progress against alone",
+    ),
 ];
+
+/// Metrics computed against each thread's solo run (made automatically, cached).
+pub const SOLO_METRICS: &[&str] = &["stp", "antt", "max_slowdown", "jain"];
+
+/// Whether a larger value of metric `name` is better (`None`: neither, such as counts
+/// of mechanism events).
+pub fn higher_is_better(name: &str) -> Option<bool> {
+    match name {
+        "ips" | "ipc" | "stp" | "jain" => Some(true),
+        "l2_miss_ratio" | "llc_mpki" | "cpu_share_cv" | "antt" | "max_slowdown" => Some(false),
+        _ => None,
+    }
+}
 
 /// The label (with unit) reports show for metric `name`.
 pub fn metric_label(name: &str) -> &'static str {
@@ -172,7 +205,8 @@ pub fn metric_label(name: &str) -> &'static str {
 
 pub use cachesched_core::num::plain;
 
-/// The value of metric `name` in `r`.
+/// The value of metric `name` in `r` (NaN for a metric against solo runs when `r`'s
+/// threads have no solo references).
 pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
     Some(match name {
         "ips" => r.ips,
@@ -184,8 +218,52 @@ pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
         "migrations" => r.kernel.migrations as f64,
         "remote_accesses" => r.totals.remote_accesses as f64,
         "bus_utilization" => r.bus_utilization,
+        "stp" => r.multiprogram().map_or(f64::NAN, |m| m.stp),
+        "antt" => r.multiprogram().map_or(f64::NAN, |m| m.antt),
+        "max_slowdown" => r.multiprogram().map_or(f64::NAN, |m| m.max_slowdown),
+        "jain" => r.multiprogram().map_or(f64::NAN, |m| m.jain),
         _ => return None,
     })
+}
+
+/// The change of metric `m` of variant `v` against variant `base` at sweep point `p`,
+/// paired by seed, in percent of the baseline: the mean over seeds and its 95%
+/// interval's half-width (NaN with one seed).
+pub fn paired_change(
+    jobs: &[Job],
+    runs: &[RunResult],
+    (base, v): (usize, usize),
+    p: Option<u64>,
+    m: &str,
+) -> (f64, f64) {
+    let at = |variant: usize| {
+        jobs.iter()
+            .zip(runs)
+            .filter(move |(j, _)| j.variant == variant && j.llc_kb == p)
+            .map(|(j, r)| (j.seed, metric(r, m).expect("known metric")))
+    };
+    let b: std::collections::BTreeMap<u64, f64> = at(base).collect();
+    let d: Vec<f64> = at(v)
+        .filter_map(|(seed, x)| b.get(&seed).map(|&b| 100.0 * (x - b) / b))
+        .collect();
+    mean_ci95(&d)
+}
+
+/// What a paired change of a metric means: an improvement or a regression only when
+/// its 95% interval excludes zero.
+pub fn verdict(m: &str, (mean, half): (f64, f64)) -> &'static str {
+    if !half.is_finite() {
+        return "one seed: no interval";
+    }
+    if (mean - half..=mean + half).contains(&0.0) {
+        return "no clear change";
+    }
+    match (higher_is_better(m), mean > 0.0) {
+        (Some(h), up) if h == up => "better",
+        (Some(_), _) => "worse",
+        (None, true) => "higher",
+        (None, false) => "lower",
+    }
 }
 
 /// One run of a scenario.
@@ -332,40 +410,104 @@ pub fn run_scenario(
         workers,
         out.display()
     );
-    let Some(runs) = run_jobs(sc, &jobs_list, workers)? else {
+    let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
+    let label = |i: usize| {
+        let j = &jobs_list[i];
+        format!(
+            "run '{}' seed {} llc {:?} KiB",
+            sc.variants[j.variant].label, j.seed, j.llc_kb
+        )
+    };
+    let Some(mut runs) = run_configs(&cfgs, &label, workers)? else {
         eprintln!("interrupted; nothing written");
         return Ok(None);
     };
+    if sc
+        .metrics
+        .iter()
+        .any(|m| SOLO_METRICS.contains(&m.as_str()))
+    {
+        let Some(()) = attach_solo_runs(&cfgs, &mut runs, workers)? else {
+            eprintln!("interrupted; nothing written");
+            return Ok(None);
+        };
+    }
     write_outputs(sc, &jobs_list, &runs, out)?;
     Ok(Some((jobs_list, runs)))
 }
 
-fn run_jobs(sc: &Scenario, jobs: &[Job], workers: usize) -> Result<Option<Vec<RunResult>>> {
+/// Gives every thread of `runs` (the results of `cfgs`) its solo reference: cached
+/// ones are read, the others run on `workers` and cached (see [`crate::solo`]).
+/// `None` if interrupted.
+fn attach_solo_runs(
+    cfgs: &[&SimConfig],
+    runs: &mut [RunResult],
+    workers: usize,
+) -> Result<Option<()>> {
+    let (distinct, keys) = crate::solo::plan(cfgs)?;
+    let mut refs = crate::solo::cached(distinct.keys().copied())?;
+    let missing: Vec<(u64, &SimConfig)> = distinct
+        .iter()
+        .filter(|(k, _)| !refs.contains_key(k))
+        .map(|(k, c)| (*k, c))
+        .collect();
+    println!(
+        "solo references: {} needed, {} cached, {} to run (cache {})",
+        distinct.len(),
+        refs.len(),
+        missing.len(),
+        crate::solo::cache_dir()?.display()
+    );
+    if !missing.is_empty() {
+        let solo_cfgs: Vec<&SimConfig> = missing.iter().map(|(_, c)| *c).collect();
+        let label = |i: usize| {
+            let c = solo_cfgs[i];
+            format!("solo run of '{}' seed {}", c.threads[0].name(), c.seed)
+        };
+        let Some(solo_runs) = run_configs(&solo_cfgs, &label, workers.min(missing.len()))? else {
+            return Ok(None);
+        };
+        for ((k, c), r) in missing.iter().zip(&solo_runs) {
+            refs.insert(*k, crate::solo::store(*k, c, r)?);
+        }
+    }
+    for ((cfg, ks), r) in cfgs.iter().zip(&keys).zip(runs.iter_mut()) {
+        crate::solo::attach(cfg, ks, &refs, r);
+    }
+    Ok(Some(()))
+}
+
+/// Runs `cfgs` on `workers` threads with a progress bar; `label(i)` names run `i` in
+/// errors. `None` if interrupted.
+fn run_configs(
+    cfgs: &[&SimConfig],
+    label: &(dyn Fn(usize) -> String + Sync),
+    workers: usize,
+) -> Result<Option<Vec<RunResult>>> {
     let stop = interrupt_flag();
-    let progress = Progress::new(jobs.len());
+    let progress = Progress::new(cfgs.len());
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
+        Mutex::new((0..cfgs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= jobs.len() || stop.load(Ordering::SeqCst) {
+                if i >= cfgs.len() || stop.load(Ordering::SeqCst) {
                     break;
                 }
-                let j = &jobs[i];
+                let cfg = cfgs[i];
                 let mut done = 0u64;
-                let res =
-                    Simulation::new(&j.cfg, cachesched_sim::build_chain(&j.cfg)).and_then(|sim| {
-                        sim.run(&mut |f| {
-                            let p = (f * 100.0) as u64;
-                            if p > done {
-                                progress.advance(p - done, false);
-                                done = p;
-                            }
-                            !stop.load(Ordering::SeqCst)
-                        })
-                    });
+                let res = Simulation::new(cfg, cachesched_sim::build_chain(cfg)).and_then(|sim| {
+                    sim.run(&mut |f| {
+                        let p = (f * 100.0) as u64;
+                        if p > done {
+                            progress.advance(p - done, false);
+                            done = p;
+                        }
+                        !stop.load(Ordering::SeqCst)
+                    })
+                });
                 progress.advance(100 - done.min(100), true);
                 results.lock().expect("no panics while holding the lock")[i] = Some(res);
             });
@@ -376,16 +518,15 @@ fn run_jobs(sc: &Scenario, jobs: &[Job], workers: usize) -> Result<Option<Vec<Ru
         return Ok(None);
     }
     let mut runs = Vec::new();
-    for (j, r) in jobs
-        .iter()
-        .zip(results.into_inner().expect("workers joined"))
+    for (i, r) in results
+        .into_inner()
+        .expect("workers joined")
+        .into_iter()
+        .enumerate()
     {
-        let r = r.expect("every job ran").with_context(|| {
-            format!(
-                "run '{}' seed {} llc {:?} KiB failed",
-                sc.variants[j.variant].label, j.seed, j.llc_kb
-            )
-        })?;
+        let r = r
+            .expect("every job ran")
+            .with_context(|| format!("{} failed", label(i)))?;
         runs.push(r);
     }
     Ok(Some(runs))
@@ -489,6 +630,53 @@ fn write_outputs(
         }
     }
     md += "\n";
+    if sc.variants.len() > 1 {
+        md += &format!(
+            "Against `{}`, paired by seed: the mean change in percent of the baseline ± the \
+             half-width of its 95% interval; better or worse only when the interval excludes \
+             zero.\n\n| variant |",
+            sc.variants[0].label
+        );
+        if sc.sweep.is_some() {
+            md += " LLC size (KiB) |";
+        }
+        for m in &sc.metrics {
+            md += &format!(" {} |", metric_label(m));
+        }
+        md += "\n|---|";
+        if sc.sweep.is_some() {
+            md += "---|";
+        }
+        md += &"---|".repeat(sc.metrics.len());
+        md += "\n";
+        for &p in &points {
+            for (vi, v) in sc.variants.iter().enumerate().skip(1) {
+                md += &format!("| {} |", v.label);
+                if let Some(k) = p {
+                    md += &format!(" {k} |");
+                }
+                for m in &sc.metrics {
+                    let c = paired_change(jobs, runs, (0, vi), p, m);
+                    md += &if c.1.is_finite() {
+                        format!(" {:+.1}% ± {:.1} ({}) |", c.0, c.1, verdict(m, c))
+                    } else {
+                        format!(" {:+.1}% ({}) |", c.0, verdict(m, c))
+                    };
+                }
+                md += "\n";
+            }
+        }
+        md += "\n";
+    }
+    if sc
+        .metrics
+        .iter()
+        .any(|m| SOLO_METRICS.contains(&m.as_str()))
+    {
+        md += "STP, ANTT, worst slowdown and Jain's index compare each thread with its \
+               program running alone on the same machine, kernel, window and seed (solo \
+               runs, `solo_ips` in results.json).\n\n";
+    }
     for m in &sc.metrics {
         let (xl, labels): (String, Option<Vec<String>>) = match &sc.sweep {
             Some(_) => ("LLC size".into(), None),

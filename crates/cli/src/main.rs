@@ -12,6 +12,7 @@ mod reproduce;
 mod run_cmd;
 mod sensitivity;
 mod simulate_cmd;
+mod solo;
 mod svg;
 
 use anyhow::Result;

@@ -8,7 +8,7 @@
 //! calibrated secondary measurements and CASC with strict bucketization; each measured after a warm-up long enough for
 //! every PCMR to be known (checked and reported).
 
-use crate::experiment::{metric, run_scenario, Job, Scenario, Sweep, Variant};
+use crate::experiment::{metric, paired_change, run_scenario, Job, Scenario, Sweep, Variant};
 use crate::simulate_cmd::write_file;
 use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Result};
@@ -213,23 +213,6 @@ fn classification(r: &RunResult, truth: &[(String, f64)]) -> Option<(usize, usiz
     Some((right, pairs.len()))
 }
 
-/// The change of metric `m` of variant `v` against variant 0 (the baseline) at `kb`,
-/// paired by seed, in percent: the mean over seeds and its 95% interval's half-width
-/// (NaN with one seed).
-fn paired_change(jobs: &[Job], runs: &[RunResult], v: usize, kb: u64, m: &str) -> (f64, f64) {
-    let at = |variant: usize| {
-        jobs.iter()
-            .zip(runs)
-            .filter(move |(j, _)| j.variant == variant && j.llc_kb == Some(kb))
-            .map(|(j, r)| (j.seed, metric(r, m).expect("known metric")))
-    };
-    let base: std::collections::BTreeMap<u64, f64> = at(0).collect();
-    let d: Vec<f64> = at(v)
-        .filter_map(|(seed, x)| base.get(&seed).map(|&b| pct(x, b)))
-        .collect();
-    cachesched_sim::result::mean_ci95(&d)
-}
-
 /// Relative change from `old` to `new`, in percent.
 pub(crate) fn pct(new: f64, old: f64) -> f64 {
     100.0 * (new - old) / old
@@ -347,9 +330,12 @@ fn casc(a: CascArgs) -> Result<i32> {
             }
             pm.push((
                 kb as f64,
-                paired_change(&jobs, &runs, vi, kb, "l2_miss_ratio"),
+                paired_change(&jobs, &runs, (0, vi), Some(kb), "l2_miss_ratio"),
             ));
-            pi.push((kb as f64, paired_change(&jobs, &runs, vi, kb, "ips")));
+            pi.push((
+                kb as f64,
+                paired_change(&jobs, &runs, (0, vi), Some(kb), "ips"),
+            ));
             writeln!(
                 md,
                 "| {kb} KB | {} | {mr:.4} (ts {bmr:.4}) | {:+.1}% | {ips:.3e} | {:+.1}% | {:.0}% → {:.0}% | {illusion} | {right}/{total} | {} |",

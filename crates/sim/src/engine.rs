@@ -777,6 +777,7 @@ impl Simulation {
                     cpu_share: d.cpu_time_ns as f64 / window_ns as f64,
                     exited: t.state == State::Exited,
                     sharing_group: t.sharing_group,
+                    solo_ips: None,
                 }
             })
             .collect();

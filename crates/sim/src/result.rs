@@ -23,6 +23,12 @@ pub struct ThreadResult {
     /// Ground-truth sharing group within its process (server workloads), for scoring
     /// clusterings; never shown to policies.
     pub sharing_group: Option<u32>,
+    /// The thread's instructions per second of simulated time when its program runs
+    /// alone on the same machine (same machine, kernel, window and seed; no other
+    /// thread, no policy). Filled in by experiments that report slowdowns, STP, ANTT
+    /// or Jain's index; `None` (and absent from JSON) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solo_ips: Option<f64>,
 }
 
 /// One CPU's result over the measured window.
@@ -133,6 +139,39 @@ pub struct RunResult {
 pub const SUMMARY_ROWS: usize = 40;
 
 impl RunResult {
+    /// A thread's instructions per second of simulated time over the measured window.
+    pub fn thread_ips(&self, t: &ThreadResult) -> f64 {
+        t.counters.instructions as f64 / (self.measured_ms / 1e3).max(1e-12)
+    }
+
+    /// The multiprogram metrics, or `None` unless every thread still running has a
+    /// solo reference (a positive [`ThreadResult::solo_ips`]). A thread that made no
+    /// progress in the window (it never ran) has an infinite slowdown, and so ANTT and
+    /// the worst slowdown are infinite; Jain's index is NaN if no thread progressed.
+    pub fn multiprogram(&self) -> Option<Multiprogram> {
+        let progress: Vec<f64> = self
+            .threads
+            .iter()
+            .filter(|t| !t.exited)
+            .map(|t| match t.solo_ips {
+                Some(solo) if solo > 0.0 => Some(self.thread_ips(t) / solo),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        if progress.is_empty() {
+            return None;
+        }
+        let n = progress.len() as f64;
+        let sum: f64 = progress.iter().sum();
+        let squares: f64 = progress.iter().map(|x| x * x).sum();
+        Some(Multiprogram {
+            stp: sum,
+            antt: progress.iter().map(|x| 1.0 / x).sum::<f64>() / n,
+            max_slowdown: progress.iter().map(|x| 1.0 / x).fold(0.0, f64::max),
+            jain: sum * sum / (n * squares),
+        })
+    }
+
     /// A short human-readable summary (at most [`SUMMARY_ROWS`] thread rows).
     pub fn summary(&self) -> String {
         let mut s = format!(
@@ -205,6 +244,26 @@ impl RunResult {
         }
         s
     }
+}
+
+/// The standard multiprogram metrics of a run, from each thread's progress against
+/// running alone (Eyerman and Eeckhout, IEEE Micro 2008; Jain, Chiu and Hawe, DEC TR
+/// 301, 1984). A thread's *normalized progress* is its instructions per second in the
+/// run over its instructions per second alone ([`ThreadResult::solo_ips`]); its
+/// *slowdown* is the inverse. Threads that exited are left out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Multiprogram {
+    /// System throughput (weighted speedup): the sum of normalized progress; higher
+    /// is better, at most the number of threads.
+    pub stp: f64,
+    /// Average normalized turnaround time: the mean slowdown; lower is better, at
+    /// least 1.
+    pub antt: f64,
+    /// The largest slowdown of any thread.
+    pub max_slowdown: f64,
+    /// Jain's fairness index of normalized progress, (Σx)² / (n Σx²): 1 when every
+    /// thread is slowed alike, 1/n when one thread gets all the progress.
+    pub jain: f64,
 }
 
 /// Mean and (population) standard deviation.
