@@ -374,6 +374,67 @@ fn a_policy_needing_missing_counters_refuses_to_start() {
     }
 }
 
+/// CASC needs co-run segments, which the Linux backend does not build: it must refuse on
+/// every machine (with or without a PMU) before changing anything. Fails if the daemon
+/// starts CASC, touches the managed process's affinity or nice value, or launches the
+/// command.
+#[test]
+fn a_policy_needing_corun_segments_refuses_before_changing_anything() {
+    // a real process to manage, with its settings read before and after
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id();
+    let settings = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let cpus = status
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list"))
+            .unwrap()
+            .to_string();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        // nice is field 19; fields after the command name's closing parenthesis
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let nice = after.split_whitespace().nth(16).unwrap().to_string();
+        (cpus, nice)
+    };
+    let before = settings();
+    let out = bin()
+        .args(["run", "--policy", "casc", "--pid", &pid.to_string()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs co-run segments"), "{err}");
+    assert!(err.contains("will not start on any machine"), "{err}");
+    assert_eq!(settings(), before, "the managed process was changed");
+    // with a command: the command is never launched
+    let marker = std::env::temp_dir().join(format!("cachesched-casc-refusal-{pid}"));
+    let _ = std::fs::remove_file(&marker);
+    let out = bin()
+        .args(["run", "--policy", "casc", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs co-run segments"), "{err}");
+    assert!(!marker.exists(), "the command ran");
+    // also inside a chain with a policy that could start
+    let out = bin()
+        .args([
+            "run", "--policy", "affinity", "--policy", "casc", "--", "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs co-run segments"), "{err}");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
 #[test]
 fn bad_run_input_is_named() {
     let run = |args: &[&str]| {

@@ -319,6 +319,14 @@ pub trait Policy: Send {
         false
     }
 
+    /// Whether the policy cannot work without co-run segments (it waits for them before
+    /// deciding, as CASC's measurements do). A kernel that does not build them refuses
+    /// to start such a policy; one that merely [wants](Policy::wants_corun_segments)
+    /// them is started with a warning.
+    fn requires_corun_segments(&self) -> bool {
+        false
+    }
+
     /// Called once before any thread runs.
     fn init(&mut self, _ctx: &mut Ctx<'_>) {}
 

@@ -23,8 +23,10 @@
 //!
 //! Counters in a [`ThreadView`] count from when the daemon started watching the thread,
 //! and are refreshed before each tick (when the policy requires counters) and for each
-//! stats line. Co-run segments are not built on Linux; a policy that wants them is told
-//! so by a warning.
+//! stats line. Co-run segments are not built on Linux: a policy that only wants them is
+//! told so by a warning; one that requires them (CASC) refuses to start, on every machine, before anything is changed
+//! ([`DaemonError::NeedsCorunSegments`]): with a PMU it would otherwise start, wait for
+//! measurements that never come, and could keep threads confined and boosted.
 
 use crate::perf::{self, Counter, PerfError};
 use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
@@ -133,6 +135,12 @@ pub enum DaemonError {
         policy: String,
         /// Each missing counter and why.
         missing: Vec<(CounterKind, String)>,
+    },
+    /// The policy needs co-run segments, which this backend does not build.
+    #[error("policy '{policy}' needs co-run segments (intervals in which the same threads share a cache, with each thread's counters over them), which the Linux backend does not build, so it will not start on any machine; run it on the simulated machine (`cachesched simulate --policy {policy}` or `cachesched reproduce`)")]
+    NeedsCorunSegments {
+        /// The policy.
+        policy: String,
     },
     /// A managed process does not exist.
     #[error("process {pid} does not exist (check the --pid value)")]
@@ -530,6 +538,11 @@ impl Daemon {
         target: Target,
         config: DaemonConfig,
     ) -> Result<Daemon, DaemonError> {
+        if policy.requires_corun_segments() {
+            return Err(DaemonError::NeedsCorunSegments {
+                policy: policy.name().to_string(),
+            });
+        }
         let probe = perf::probe();
         let have = |k: CounterKind| probe.iter().any(|(p, r)| *p == k && r.is_ok());
         let missing: Vec<(CounterKind, String)> = policy

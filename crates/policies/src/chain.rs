@@ -191,6 +191,10 @@ impl Policy for Chain {
         self.policies.iter().any(|p| p.wants_corun_segments())
     }
 
+    fn requires_corun_segments(&self) -> bool {
+        self.policies.iter().any(|p| p.requires_corun_segments())
+    }
+
     fn needs_thread_states(&self) -> bool {
         self.policies.iter().any(|p| p.needs_thread_states())
     }

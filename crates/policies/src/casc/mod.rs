@@ -599,6 +599,10 @@ impl Policy for Casc {
         true
     }
 
+    fn requires_corun_segments(&self) -> bool {
+        true
+    }
+
     fn init(&mut self, ctx: &mut Ctx<'_>) {
         let topo = ctx.topology();
         self.all_cpus = topo.all_cpus();
