@@ -101,7 +101,57 @@ pub struct Scenario {
     /// Metrics to tabulate and plot (default: ips, l2_miss_ratio, cpu_share_cv).
     #[serde(default = "default_metrics")]
     pub metrics: Vec<String>,
+    /// Values the paper reports for this figure (default: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paper: Vec<crate::paper::PaperValue>,
+    /// Scheduling quanta every thread of the first variant (the baseline) must receive
+    /// in each measured window for the window to count as long enough (default 10; 0:
+    /// no check). Checked after the runs and reported.
+    #[serde(default = "default_min_quanta")]
+    pub min_quanta: u32,
+    /// What `--quick` runs instead (default: the first two seeds, the same windows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quick: Option<Quick>,
+    /// The paper's class of each program, by thread label (default: none).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub classes: std::collections::BTreeMap<String, Class>,
+    /// Paper-specific analyses added to `cachesched reproduce`'s report: `casc`
+    /// (classification, cache illusion, time to steady state). Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub analyses: Vec<String>,
 }
+
+/// A program's class in a cache-sharing paper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Takes much of a shared cache, and suffers when it gets less.
+    Greedy,
+    /// Needs little of a shared cache.
+    Frugal,
+}
+
+/// The reduced version of a scenario (`--quick`): each field replaces the scenario's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quick {
+    /// Seeds (default: the scenario's first two).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<Vec<u64>>,
+    /// Simulated duration per run, ms (default: the scenario's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    /// Warm-up per run, ms (default: the scenario's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_ms: Option<f64>,
+    /// Sweep points, LLC KiB, a subset of the scenario's (default: the scenario's);
+    /// paper values at other points are left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_kb: Option<Vec<u64>>,
+}
+
+/// Analyses a scenario may ask for.
+pub const ANALYSES: &[&str] = &["casc"];
 
 fn default_duration() -> f64 {
     1000.0
@@ -117,6 +167,9 @@ fn default_variants() -> Vec<Variant> {
         label: "baseline".into(),
         ..Default::default()
     }]
+}
+fn default_min_quanta() -> u32 {
+    10
 }
 fn default_metrics() -> Vec<String> {
     ["ips", "l2_miss_ratio", "cpu_share_cv"]
@@ -307,7 +360,69 @@ impl Scenario {
         if self.sweep.as_ref().is_some_and(|s| s.llc_kb.is_empty()) {
             bail!("sweep.llc_kb is empty");
         }
+        for pv in &self.paper {
+            pv.validate(self).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(a) = self
+            .analyses
+            .iter()
+            .find(|a| !ANALYSES.contains(&a.as_str()))
+        {
+            bail!("unknown analysis '{a}'; known: {}", ANALYSES.join(", "));
+        }
+        if let Some(q) = &self.quick {
+            if q.seeds.as_ref().is_some_and(|s| s.is_empty()) {
+                bail!("quick.seeds is empty");
+            }
+            if let Some(ks) = &q.llc_kb {
+                let sweep: &[u64] = self.sweep.as_ref().map_or(&[], |s| &s.llc_kb);
+                if let Some(k) = ks.iter().find(|k| !sweep.contains(k)) {
+                    bail!("quick.llc_kb: {k} KiB is not a point of the sweep");
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// Sweeps over the LLC sizes `ks` instead; paper values at other sizes are left out.
+    pub fn set_sweep(&mut self, ks: &[u64]) {
+        self.sweep = Some(Sweep {
+            llc_kb: ks.to_vec(),
+        });
+        self.paper.retain_mut(|pv| match &mut pv.llc_kb {
+            Some(at) => {
+                at.retain(|k| ks.contains(k));
+                !at.is_empty()
+            }
+            None => true,
+        });
+    }
+
+    /// The reduced version `--quick` runs: the `quick` table's seeds and windows
+    /// (default: the first two seeds), with a line saying so in the description.
+    pub fn reduced(&self) -> Scenario {
+        let q = self.quick.clone().unwrap_or_default();
+        let mut s = self.clone();
+        s.seeds = q
+            .seeds
+            .unwrap_or_else(|| self.seeds.iter().take(2).copied().collect());
+        s.duration_ms = q.duration_ms.unwrap_or(self.duration_ms);
+        s.warmup_ms = q.warmup_ms.unwrap_or(self.warmup_ms);
+        if let Some(ks) = &q.llc_kb {
+            s.set_sweep(ks);
+        }
+        s.description = format!(
+            "{} **Reduced run (--quick): seeds {:?} instead of {:?}, {} ms per run ({} ms warm-up) \
+             instead of {} ms ({} ms); not the reproduction.**",
+            self.description,
+            s.seeds,
+            self.seeds,
+            s.duration_ms,
+            s.warmup_ms,
+            self.duration_ms,
+            self.warmup_ms
+        );
+        s
     }
 
     /// Every run of the scenario, each checked to be buildable.
@@ -358,15 +473,158 @@ impl Scenario {
     }
 }
 
-/// Loads and validates a scenario file; real programs it names get their cached traces
-/// (recorded first if missing).
-pub fn load(path: &std::path::Path) -> Result<Scenario> {
+/// The longest quantum `k`'s baseline gives a thread, ms (`None` for CFS, whose slices
+/// depend on the load).
+pub fn longest_quantum_ms(k: &KernelConfig) -> Option<f64> {
+    use cachesched_sim::kernel::solaris_tables::{fx_quantum_ticks, ts_row, TICK_MS};
+    match k.baseline {
+        Baseline::Ts => Some(
+            k.ts_quantum_ms
+                .unwrap_or((ts_row(0).quantum_ticks * TICK_MS) as f64),
+        ),
+        Baseline::Fx => Some(
+            k.fx_quantum_ms
+                .unwrap_or((fx_quantum_ticks(0) * TICK_MS) as f64),
+        ),
+        Baseline::Rr => Some(k.rr_quantum_ms),
+        Baseline::Cfs => None,
+    }
+}
+
+/// Quanta thread `t` received in the measured window, counted from below: at least one
+/// per switch out, and at least its CPU time divided by the longest quantum (a thread
+/// alone on its CPU's queue gets quantum after quantum without a switch).
+pub fn quanta_at_least(t: &cachesched_sim::result::ThreadResult, longest_ms: Option<f64>) -> f64 {
+    let by_time = longest_ms.map_or(0.0, |q| (t.counters.cpu_time_ns as f64 / (q * 1e6)).floor());
+    (t.counters.context_switches as f64).max(by_time)
+}
+
+/// The checks of a scenario's measured windows, as a Markdown list, and whether they
+/// passed: every thread of the first variant got at least `min_quanta` quanta; every
+/// policy that reports when its measurements were done (`steady_ms`) was steady before
+/// the warm-up ended; and, reported for judgement, how the first variant's L2 miss
+/// ratio moves from the first to the second half of the window (a cold cache still
+/// warming shows as a fall).
+pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool) {
+    let mut md = String::new();
+    let mut ok = true;
+    let base: Vec<(&Job, &RunResult)> = jobs
+        .iter()
+        .zip(runs)
+        .filter(|(j, _)| j.variant == 0)
+        .collect();
+    if sc.min_quanta > 0 {
+        let longest = longest_quantum_ms(&base[0].0.cfg.kernel);
+        let fewest = base
+            .iter()
+            .flat_map(|(j, r)| {
+                r.threads
+                    .iter()
+                    .filter(|t| !t.exited)
+                    .map(move |t| (quanta_at_least(t, longest), &t.name, j))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((q, name, j)) = fewest {
+            let pass = q >= sc.min_quanta as f64;
+            ok &= pass;
+            md += &format!(
+                "- Window length: the fewest quanta any thread of `{}` received in a measured \
+                 window is {q:.0} ({name}, seed {}{}), against at least {} required: {}. \
+                 (Counted from below: switches out, or CPU time / {}.)\n",
+                sc.variants[0].label,
+                j.seed,
+                j.llc_kb.map_or(String::new(), |k| format!(", {k} KB")),
+                sc.min_quanta,
+                if pass { "long enough" } else { "**TOO SHORT**" },
+                longest.map_or("-".into(), |q| format!("the longest quantum, {q} ms"))
+            );
+        }
+    }
+    let steady: Vec<f64> = jobs
+        .iter()
+        .zip(runs)
+        .filter_map(|(_, r)| r.policy_stats.get("steady_ms").copied())
+        .collect();
+    if !steady.is_empty() {
+        let late = steady
+            .iter()
+            .filter(|&&s| s < 0.0 || s > sc.warmup_ms)
+            .count();
+        ok &= late == 0;
+        let latest = steady
+            .iter()
+            .copied()
+            .filter(|s| *s >= 0.0)
+            .fold(f64::NEG_INFINITY, f64::max);
+        md += &format!(
+            "- Policies' measurements: {} of {} runs were steady (every measurement done) \
+             within the {} ms warm-up; {}{}.\n",
+            steady.len() - late,
+            steady.len(),
+            sc.warmup_ms,
+            if latest.is_finite() {
+                format!("the latest at {} ms", plain(latest))
+            } else {
+                "none was ever steady".into()
+            },
+            if late > 0 {
+                "; **the others measured inside the window**"
+            } else {
+                ""
+            }
+        );
+    }
+    let drift: Vec<f64> = base
+        .iter()
+        .filter_map(|(_, r)| {
+            let w: Vec<f64> = r
+                .timeline
+                .iter()
+                .filter(|p| p.t_ms > sc.warmup_ms + 1e-9)
+                .map(|p| p.l2_miss_ratio)
+                .collect();
+            if w.len() < 4 {
+                return None;
+            }
+            let (a, b) = w.split_at(w.len() / 2);
+            let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+            let (a, b) = (mean(a), mean(b));
+            (a > 0.0).then(|| 100.0 * (b - a) / a)
+        })
+        .collect();
+    if !drift.is_empty() {
+        let (m, h) = mean_ci95(&drift);
+        md += &format!(
+            "- Warm cache: `{}`'s L2 miss ratio moves by {m:+.1}%{} from the first to the \
+             second half of the measured window (over {} runs; a cache still warming up \
+             would show a clear fall).\n",
+            sc.variants[0].label,
+            if h.is_finite() {
+                format!(" ± {h:.1}")
+            } else {
+                String::new()
+            },
+            drift.len()
+        );
+    }
+    (md, ok)
+}
+
+/// Reads and validates a scenario file, leaving real programs' traces unrecorded.
+pub fn parse(path: &std::path::Path) -> Result<Scenario> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read scenario file '{}'", path.display()))?;
-    let mut s: Scenario =
+    let s: Scenario =
         toml::from_str(&text).with_context(|| format!("in scenario file '{}'", path.display()))?;
     s.validate()
         .with_context(|| format!("in scenario file '{}'", path.display()))?;
+    Ok(s)
+}
+
+/// Loads and validates a scenario file; real programs it names get their cached traces
+/// (recorded first if missing).
+pub fn load(path: &std::path::Path) -> Result<Scenario> {
+    let mut s = parse(path)?;
     // real programs' traces, recorded on first use
     crate::real::prepare(&mut s.threads)
         .with_context(|| format!("in scenario file '{}'", path.display()))?;
@@ -598,6 +856,10 @@ fn write_outputs(
             "One seed: single runs, no interval."
         }
     );
+    let (check_md, _) = checks(sc, jobs, runs);
+    if !check_md.is_empty() {
+        md += &format!("Checks of the measured windows:\n\n{check_md}\n");
+    }
     md += "| variant |";
     if sc.sweep.is_some() {
         md += " LLC size (KiB) |";
@@ -667,6 +929,18 @@ fn write_outputs(
             }
         }
         md += "\n";
+    }
+    let paper_md = crate::paper::table(sc, jobs, runs);
+    if !paper_md.is_empty() {
+        md += &format!(
+            "## Paper against measured\n\n{paper_md}\n\"inside\": the measured mean is in the \
+             paper's range; \"interval overlaps\": it is not, but its 95% interval reaches the \
+             range.\n\n"
+        );
+        for (file, svg) in crate::paper::change_plots(sc, jobs, runs) {
+            write_file(&out.join(&file), &svg)?;
+            md += &format!("![{file}]({file})\n\n");
+        }
     }
     if sc
         .metrics
@@ -857,18 +1131,80 @@ mod tests {
     #[test]
     fn shipped_scenarios_load() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
-        let mut n = 0;
+        let mut files = Vec::new();
         for e in std::fs::read_dir(&dir).expect("experiments/ exists") {
             let path = e.unwrap().path();
-            if path.extension().is_some_and(|x| x == "toml") {
-                let sc = load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            if path.is_dir() {
+                for f in std::fs::read_dir(&path).unwrap() {
+                    files.push(f.unwrap().path());
+                }
+            } else {
+                files.push(path);
+            }
+        }
+        let mut n = 0;
+        for path in files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        {
+            let sc = parse(path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            // its quick version is valid too
+            sc.reduced()
+                .validate()
+                .unwrap_or_else(|e| panic!("{} (quick): {e:#}", path.display()));
+            // real programs need their recorded traces to build runs
+            if sc.threads.iter().all(|g| g.real.is_none()) {
                 let jobs = sc
                     .jobs()
                     .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
                 assert!(!jobs.is_empty(), "{}", path.display());
-                n += 1;
             }
+            n += 1;
         }
-        assert!(n >= 2, "{n} scenario files");
+        assert!(n >= 8, "{n} scenario files");
+    }
+
+    /// `--quick` keeps what it is told to and drops paper values outside its sizes;
+    /// fails if a reduced scenario does not say so or keeps a value it cannot measure.
+    #[test]
+    fn quick_reduces_and_says_so() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/casc/variants.toml");
+        let mut sc = parse(&path).unwrap();
+        sc.paper = vec![crate::paper::PaperValue {
+            what: "x".into(),
+            source: "y".into(),
+            metric: "ips".into(),
+            variant: "casc".into(),
+            against: None,
+            change_pct: Some([1.0, 2.0]),
+            value: None,
+            llc_kb: Some(vec![48]),
+        }];
+        sc.validate().unwrap();
+        let q = sc.reduced();
+        assert_eq!(q.seeds, vec![1, 2]);
+        assert_eq!(q.sweep.as_ref().unwrap().llc_kb, vec![96, 768]);
+        assert!(q.paper.is_empty(), "48 KB is not in the quick sweep");
+        assert!(q.description.contains("Reduced run (--quick)"));
+        assert_eq!(q.duration_ms, 1300.0);
+        // bad paper values and quick tables are named
+        let mut bad = sc.clone();
+        bad.paper[0].variant = "nosuch".into();
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("no variant labelled 'nosuch'"));
+        let mut bad = sc.clone();
+        bad.paper[0].value = Some([1.0, 1.0]);
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("exactly one"));
+        let mut bad = sc.clone();
+        bad.quick.as_mut().unwrap().llc_kb = Some(vec![100]);
+        assert!(bad.validate().unwrap_err().to_string().contains("100 KiB"));
     }
 }

@@ -6,6 +6,7 @@ mod burn_cmd;
 mod experiment;
 mod info_cmd;
 mod mrc_cmd;
+mod paper;
 mod real;
 mod replay_cmd;
 mod reproduce;

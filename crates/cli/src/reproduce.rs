@@ -1,74 +1,77 @@
-//! `cachesched reproduce`: one command per paper result, run on the simulated machine,
-//! written with plots and a paper-against-measured table.
-//!
-//! `reproduce casc` — Figures 5, 6 and 7 of the CASC paper: niagara-2c with L2 sizes
-//! 48–768 KB (and 1.5 MB for the baseline's side of the "cache illusion"); 18 threads,
-//! 6 art-like, 6 twolf-like, 6 Berkeley-DB-like, arriving interleaved; the Solaris-TS-like
-//! baseline against CASC as published (secondary measurement by Formula 2), CASC with
-//! calibrated secondary measurements and CASC with strict bucketization; each measured after a warm-up long enough for
-//! every PCMR to be known (checked and reported).
+//! `cachesched reproduce`: a paper's evaluation from its scenario files
+//! (`experiments/<paper>/*.toml`, each one figure or study with the paper's reported
+//! values), run on the simulated machine over several seeds, with every window checked,
+//! a paper-against-measured table with 95% intervals, plots, and the paper's own
+//! analyses (for CASC: classification, the cache illusion, time to steady state).
+//! `--quick` runs each file's reduced version and says so; `reproduce all` runs every
+//! paper's directory.
 
-use crate::experiment::{metric, paired_change, run_scenario, Job, Scenario, Sweep, Variant};
+use crate::experiment::{
+    checks, load, metric, plain, run_scenario, Class, Job, Scenario, Sweep, Variant,
+};
 use crate::simulate_cmd::write_file;
-use crate::svg::{line_chart, Series, XAxis};
-use anyhow::{bail, Result};
-use cachesched_policies::casc::{CascConfig, Secondary};
+use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::workload::LocalityModel;
 use cachesched_sim::{Baseline, KernelConfig, MachineSpec, RunResult, ThreadGroup};
 use clap::{Args, Subcommand};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What to reproduce.
 #[derive(Subcommand, Debug)]
 pub enum ReproduceCommand {
-    /// CASC (paper 1): L2 miss rate, throughput and fairness against the TS baseline
-    /// over L2 sizes (Figures 5, 6, 7), the cache illusion, classification accuracy,
-    /// time to steady state.
-    Casc(CascArgs),
+    /// CASC (paper 1): the scenario files of `experiments/casc/` (Figures 5-7 with the
+    /// paper's values, variants beyond the paper, a real-program mix, mixes where CASC
+    /// cannot help), with CASC's classification, cache illusion and time to steady state.
+    Casc(PaperArgs),
+    /// Every paper that has scenario files (every directory under `experiments/`).
+    All(PaperArgs),
     /// How far CASC's headline (768 KB: L2 miss ratio and throughput against TS) moves
     /// when each parameter of the art, twolf and Berkeley DB profiles moves by ±25%.
     CascSensitivity(crate::sensitivity::SensitivityArgs),
 }
 
-/// Arguments of `cachesched reproduce casc`.
+/// Arguments of `cachesched reproduce PAPER`.
 #[derive(Args, Debug)]
-pub struct CascArgs {
-    /// Output directory.
-    #[arg(long, value_name = "DIR", default_value = "results/casc")]
+pub struct PaperArgs {
+    /// Output directory; each paper writes to DIR/PAPER.
+    #[arg(long, value_name = "DIR", default_value = "results")]
     out: PathBuf,
+    /// Directory of the scenario files (one subdirectory per paper).
+    #[arg(long, value_name = "DIR", default_value = "experiments")]
+    experiments: PathBuf,
     /// Parallel runs (default: number of CPUs).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
-    /// Seeds; every configuration runs once per seed.
-    #[arg(long, value_delimiter = ',', default_value = "1")]
+    /// The reduced version: each file's `quick` seeds and windows (default: its first
+    /// two seeds); every report says it is reduced.
+    #[arg(long)]
+    quick: bool,
+    /// Only these scenario files (names without `.toml`).
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    only: Vec<String>,
+    /// Replace every file's seeds (for exploration; the report names the override).
+    #[arg(long, value_delimiter = ',', value_name = "SEEDS")]
     seeds: Vec<u64>,
-    /// L2 sizes in KiB (the paper's five, plus 1536 for the illusion).
-    #[arg(long, value_delimiter = ',', default_value = "48,96,192,384,768,1536")]
+    /// Replace every file's simulated time per run, ms.
+    #[arg(long, value_name = "MS")]
+    duration_ms: Option<f64>,
+    /// Replace every file's warm-up, ms.
+    #[arg(long, value_name = "MS")]
+    warmup_ms: Option<f64>,
+    /// Replace every file's LLC sizes (KiB).
+    #[arg(long, value_delimiter = ',', value_name = "KIB")]
     l2_kb: Vec<u64>,
-    /// Warm-up before measuring, ms of simulated time: must cover CASC's measurements.
-    #[arg(
-        long,
-        value_name = "MS",
-        default_value_t = 700.0,
-        allow_negative_numbers = true
-    )]
-    warmup_ms: f64,
-    /// Total simulated time per run, ms (the measured window is this minus the warm-up).
-    #[arg(
-        long,
-        value_name = "MS",
-        default_value_t = 1300.0,
-        allow_negative_numbers = true
-    )]
-    duration_ms: f64,
+    /// Write the paper-against-measured tables into docs/PAPER.md, between its
+    /// `<!-- generated by cachesched reproduce -->` markers.
+    #[arg(long, value_name = "FILE")]
+    update_doc: Option<PathBuf>,
 }
 
 /// The paper's numbers (§5.3): ranges over the five cache sizes.
 pub(crate) const PAPER_MISS_CHANGE: (f64, f64) = (-46.0, -15.0);
 pub(crate) const PAPER_IPS_CHANGE: (f64, f64) = (28.0, 50.0);
-const PAPER_CV: (f64, f64) = (0.43, 0.90);
 pub(crate) const PROFILES: [&str; 3] = ["art", "twolf", "bdb"];
 
 /// The paper's 18 threads, 6 of each profile arriving interleaved; with `replace`, the
@@ -118,45 +121,12 @@ pub(crate) fn casc_experiment(
         variants,
         sweep: Some(Sweep { llc_kb: l2_kb }),
         metrics: metrics.iter().map(|m| m.to_string()).collect(),
+        paper: Vec::new(),
+        min_quanta: 0,
+        quick: None,
+        classes: Default::default(),
+        analyses: Vec::new(),
     }
-}
-
-fn casc_scenario(a: &CascArgs) -> Scenario {
-    let calibrated = CascConfig {
-        secondary: Secondary::Calibrated,
-        ..Default::default()
-    };
-    casc_experiment(
-        "casc",
-        "CASC paper, Figures 5-7: niagara-2c, 6 art + 6 twolf + 6 Berkeley DB (interleaved arrival), Solaris-TS-like baseline vs CASC".into(),
-        (a.warmup_ms, a.duration_ms, &a.seeds),
-        vec![
-            Variant {
-                label: "ts".into(),
-                ..Default::default()
-            },
-            Variant {
-                label: "casc".into(),
-                policies: vec![PolicySpec::Casc(CascConfig::default())],
-                ..Default::default()
-            },
-            Variant {
-                label: "casc-calibrated".into(),
-                policies: vec![PolicySpec::Casc(calibrated)],
-                ..Default::default()
-            },
-            Variant {
-                label: "casc-strict".into(),
-                policies: vec![PolicySpec::Casc(CascConfig {
-                    literal_bucketization: false,
-                    ..Default::default()
-                })],
-                ..Default::default()
-            },
-        ],
-        a.l2_kb.clone(),
-        &["l2_miss_ratio", "ips", "cpu_share_cv", "llc_mpki"],
-    )
 }
 
 /// Mean of metric `m` over the runs of variant `v` at size `kb`.
@@ -185,32 +155,38 @@ pub fn illusion_size(curve: &[(u64, f64)], target: f64) -> Option<f64> {
     })
 }
 
-/// Solo miss rates (LLC misses per 100 data references, fully associative LRU) of the
-/// three profiles at `kb` KiB: the ground truth for greedy/frugal.
-fn solo_rates(kb: u64) -> Result<Vec<(String, f64)>> {
-    PROFILES
-        .iter()
-        .map(|&p| {
-            let m = cachesched_sim::workload::profile(p)?;
-            let sd = cachesched_sim::trace::mrc::model_curve(&m, 1, 500_000, 500_000);
-            Ok((p.to_string(), 100.0 * sd.miss_ratio(kb * 1024 / 64)))
-        })
-        .collect()
+/// Solo miss rate (LLC misses per 100 data references, fully associative LRU, from the
+/// profile's model curve) of the program named `name` at `kb` KiB; `None` for a thread
+/// that is not a built-in profile (a real program or a trace).
+fn solo_rate(name: &str, kb: u64) -> Option<f64> {
+    let m = cachesched_sim::workload::profile(name).ok()?;
+    let sd = cachesched_sim::trace::mrc::model_curve(&m, 1, 500_000, 500_000);
+    Some(100.0 * sd.miss_ratio(kb * 1024 / 64))
 }
 
-/// Threads whose greedy/frugal class (above or below the mean) by PCMR matches the class
-/// by their program's solo miss rate at the per-context share of the cache.
-fn classification(r: &RunResult, truth: &[(String, f64)]) -> Option<(usize, usize)> {
-    let mut pairs = Vec::new();
-    for t in &r.threads {
-        let p = *r.policy_stats.get(&format!("pcmr.{}", t.id))?;
-        let s = truth.iter().find(|(n, _)| *n == t.name)?.1;
-        pairs.push((p, s));
+/// Threads CASC classes as the truth does: CASC's class of a thread is greedy when its
+/// PCMR is above the mean PCMR of the run's threads; `truth(name)` is the thread's true
+/// class (`true`: greedy), `None` when unknown (the thread is left out). Right and
+/// scored counts; `None` if the run reports no PCMRs.
+fn classification(r: &RunResult, truth: &dyn Fn(&str) -> Option<bool>) -> Option<(usize, usize)> {
+    let pcmr: Vec<(f64, &str)> = r
+        .threads
+        .iter()
+        .map(|t| {
+            r.policy_stats
+                .get(&format!("pcmr.{}", t.id))
+                .map(|&p| (p, t.name.as_str()))
+        })
+        .collect::<Option<_>>()?;
+    if pcmr.is_empty() {
+        return None;
     }
-    let mp = pairs.iter().map(|x| x.0).sum::<f64>() / pairs.len() as f64;
-    let ms = pairs.iter().map(|x| x.1).sum::<f64>() / pairs.len() as f64;
-    let right = pairs.iter().filter(|(p, s)| (p > &mp) == (s > &ms)).count();
-    Some((right, pairs.len()))
+    let mean = pcmr.iter().map(|x| x.0).sum::<f64>() / pcmr.len() as f64;
+    let scored: Vec<bool> = pcmr
+        .iter()
+        .filter_map(|(p, n)| truth(n).map(|g| (*p > mean) == g))
+        .collect();
+    Some((scored.iter().filter(|&&x| x).count(), scored.len()))
 }
 
 /// Relative change from `old` to `new`, in percent.
@@ -221,92 +197,249 @@ pub(crate) fn pct(new: f64, old: f64) -> f64 {
 /// `cachesched reproduce`.
 pub fn run(c: ReproduceCommand) -> Result<i32> {
     match c {
-        ReproduceCommand::Casc(a) => casc(a),
+        ReproduceCommand::Casc(a) => reproduce_papers(&["casc".to_string()], &a),
+        ReproduceCommand::All(a) => {
+            let mut papers: Vec<String> = std::fs::read_dir(&a.experiments)
+                .with_context(|| {
+                    format!(
+                        "cannot read the scenario directory '{}' (run from the repository's root or pass --experiments)",
+                        a.experiments.display()
+                    )
+                })?
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().is_dir())
+                .filter_map(|e| e.file_name().to_str().map(String::from))
+                .filter(|p| !scenario_files(&a.experiments.join(p)).unwrap_or_default().is_empty())
+                .collect();
+            papers.sort();
+            if papers.is_empty() {
+                bail!(
+                    "no paper directories with scenario files under '{}'",
+                    a.experiments.display()
+                );
+            }
+            if a.update_doc.is_some() {
+                bail!("--update-doc names one paper's document; use it with `reproduce PAPER`");
+            }
+            reproduce_papers(&papers, &a)
+        }
         ReproduceCommand::CascSensitivity(a) => crate::sensitivity::run(a),
     }
 }
 
-fn casc(a: CascArgs) -> Result<i32> {
-    if a.l2_kb.len() < 2 || a.seeds.is_empty() {
-        bail!("give at least two L2 sizes (--l2-kb) and one seed (--seeds)");
+/// The scenario files of one paper's directory, sorted by name.
+fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| {
+            format!(
+                "cannot read the scenario directory '{}' (run from the repository's root or pass --experiments)",
+                dir.display()
+            )
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Runs every paper's scenario files and writes each paper's paper-against-measured
+/// report; exit code 0, or 130 if interrupted, or 1 if a check of the measured windows
+/// failed (the reports say which).
+fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
+    if a.seeds.len() == 1 {
+        eprintln!("note: one seed gives no confidence intervals");
     }
-    let sc = casc_scenario(&a);
-    sc.validate()?;
-    let Some((jobs, runs)) = run_scenario(&sc, &a.out, a.jobs)? else {
-        return Ok(130);
+    // load and check everything before running anything
+    let mut plan = Vec::new();
+    for paper in papers {
+        let files = scenario_files(&a.experiments.join(paper))?;
+        let mut scs = Vec::new();
+        for f in &files {
+            let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("scenario");
+            if !a.only.is_empty() && !a.only.iter().any(|o| o == stem) {
+                continue;
+            }
+            let mut sc = load(f)?;
+            if a.quick {
+                sc = sc.reduced();
+            }
+            let mut over = Vec::new();
+            if !a.seeds.is_empty() {
+                sc.seeds = a.seeds.clone();
+                over.push(format!("seeds {:?}", a.seeds));
+            }
+            if let Some(d) = a.duration_ms {
+                sc.duration_ms = d;
+                over.push(format!("{d} ms per run"));
+            }
+            if let Some(w) = a.warmup_ms {
+                sc.warmup_ms = w;
+                over.push(format!("{w} ms warm-up"));
+            }
+            if !a.l2_kb.is_empty() {
+                sc.set_sweep(&a.l2_kb);
+                over.push(format!("LLC sizes {:?} KiB", a.l2_kb));
+            }
+            if !over.is_empty() {
+                sc.description += &format!(
+                    " **Overridden on the command line: {}; not the reproduction.**",
+                    over.join(", ")
+                );
+            }
+            sc.validate()
+                .with_context(|| format!("in scenario file '{}'", f.display()))?;
+            sc.jobs()
+                .with_context(|| format!("in scenario file '{}'", f.display()))?;
+            scs.push((stem.to_string(), sc));
+        }
+        if scs.is_empty() {
+            bail!(
+                "no scenario files to run in '{}'{}",
+                a.experiments.join(paper).display(),
+                if a.only.is_empty() {
+                    ""
+                } else {
+                    " (check --only)"
+                }
+            );
+        }
+        plan.push((paper.clone(), scs));
+    }
+    let mut all_ok = true;
+    for (paper, scs) in &plan {
+        let dir = a.out.join(paper);
+        let mut md = format!(
+            "# {paper}: paper against measured\n\nGenerated by `cachesched reproduce {paper}{}`; \
+             one section per scenario file of `experiments/{paper}/`, each with its full \
+             report (every metric, paired changes, plots) in its own directory.\n\n",
+            if a.quick { " --quick" } else { "" }
+        );
+        for (stem, sc) in scs {
+            let out = dir.join(stem);
+            let Some((jobs, runs)) = run_scenario(sc, &out, a.jobs)? else {
+                return Ok(130);
+            };
+            let (checks_md, ok) = checks(sc, &jobs, &runs);
+            all_ok &= ok;
+            md += &format!(
+                "## {stem}: {}\n\n{}\n\n{} ms per run, the first {} ms not measured; seeds {:?}; \
+                 means over seeds ± the half-width of the 95% interval (Student's t), changes \
+                 paired by seed. Full report: `{stem}/report.md`.\n\n",
+                sc.name, sc.description, sc.duration_ms, sc.warmup_ms, sc.seeds
+            );
+            if !checks_md.is_empty() {
+                md += &format!("{checks_md}\n");
+            }
+            let t = crate::paper::table(sc, &jobs, &runs);
+            if !t.is_empty() {
+                md += &format!("{t}\n");
+            }
+            if sc.analyses.iter().any(|x| x == "casc") {
+                md += &casc_analysis(sc, &jobs, &runs)?;
+            }
+        }
+        write_report(&dir.join("paper-vs-measured.md"), &md)?;
+        if let Some(doc) = &a.update_doc {
+            splice_doc(doc, paper, &md)?;
+            println!("updated {}", doc.display());
+        }
+    }
+    if !all_ok {
+        eprintln!("a check of the measured windows failed: see the reports' checks");
+        // a reduced or overridden run is expected to fail them; the reproduction is not
+        let changed = a.quick
+            || !a.seeds.is_empty()
+            || a.duration_ms.is_some()
+            || a.warmup_ms.is_some()
+            || !a.l2_kb.is_empty();
+        if !changed {
+            return Ok(1);
+        }
+    }
+    Ok(0)
+}
+
+/// The markers between which `--update-doc` writes a paper's generated tables.
+const DOC_BEGIN: &str = "<!-- generated by cachesched reproduce: begin -->";
+const DOC_END: &str = "<!-- generated by cachesched reproduce: end -->";
+
+/// Replaces the text between the generated-block markers of `doc` with `md` (headings
+/// moved one level down); the file must already have the markers.
+fn splice_doc(doc: &Path, paper: &str, md: &str) -> Result<()> {
+    let text =
+        std::fs::read_to_string(doc).with_context(|| format!("cannot read '{}'", doc.display()))?;
+    let (Some(b), Some(e)) = (text.find(DOC_BEGIN), text.find(DOC_END)) else {
+        bail!(
+            "'{}' has no generated block: add the lines `{DOC_BEGIN}` and `{DOC_END}` where \
+             the tables of `reproduce {paper}` go",
+            doc.display()
+        );
     };
-    let mut sizes = a.l2_kb.clone();
+    if e < b {
+        bail!(
+            "'{}': the end marker comes before the begin marker",
+            doc.display()
+        );
+    }
+    let body: String = md
+        .lines()
+        .skip(1) // the title
+        .map(|l| {
+            if l.starts_with('#') {
+                format!("#{l}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let new = format!("{}{DOC_BEGIN}\n{}\n{}", &text[..b], body.trim(), &text[e..]);
+    write_file(doc, &new)
+}
+
+/// CASC's own measures for every CASC variant: the cache illusion (the baseline's
+/// size with the same miss ratio), classification against the paper's classes and
+/// against each program's own curve at the per-context share, and when its
+/// measurements were done.
+fn casc_analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> Result<String> {
+    let Some(sweep) = &sc.sweep else {
+        bail!("the casc analysis needs a sweep over L2 sizes");
+    };
+    let machine = sc.machine.resolve()?;
+    let sharing = (machine.cores_per_chip * machine.threads_per_core).max(1) as u64;
+    let mut sizes = sweep.llc_kb.clone();
     sizes.sort_unstable();
+    let base = &sc.variants[0].label;
     let ts_curve: Vec<(u64, f64)> = sizes
         .iter()
-        .map(|&kb| (kb, mean_at(&jobs, &runs, 0, kb, "l2_miss_ratio")))
+        .map(|&kb| (kb, mean_at(jobs, runs, 0, kb, "l2_miss_ratio")))
         .collect();
-    let n_ctx = 8;
-    let mut md = String::new();
-    writeln!(md, "# CASC reproduction: paper against measured\n")?;
-    writeln!(
-        md,
-        "niagara-2c (2 cores × 4 contexts, 992 MHz, shared 12-way L2), 18 threads: 6 art, 6 twolf, \
-         6 bdb (interleaved arrival), Solaris-TS-like baseline. {} ms per run, the first {} ms \
-         not measured (CASC's measurements must finish within them: see \"steady\"). Seeds {:?}; \
-         means over seeds. `casc` is the paper's algorithm (Formula 2 secondary measurements); \
-         `casc-calibrated` estimates secondary PCMRs from the thread's own rate calibrated by its \
-         co-runners, `casc-strict` refuses bucket decrements that would leave a CPU unable to run \
-         m threads (both beyond the paper).\n",
-        a.duration_ms, a.warmup_ms, a.seeds
-    )?;
-    writeln!(
-        md,
-        "Paper (§5.3): L2 miss rate {:+.0}% to {:+.0}%, throughput {:+.0}% to {:+.0}%, CPU-share \
-         standard deviation / mean {:.0}% (default) → up to {:.0}% (CASC, worst case), 12–16 of 18 \
-         threads classed correctly, CASC at size S matching the default scheduler at ≥ 2S.\n",
-        PAPER_MISS_CHANGE.0,
-        PAPER_MISS_CHANGE.1,
-        PAPER_IPS_CHANGE.0,
-        PAPER_IPS_CHANGE.1,
-        PAPER_CV.0 * 100.0,
-        PAPER_CV.1 * 100.0
-    )?;
-    writeln!(
-        md,
-        "| L2 | variant | L2 miss ratio | Δ miss | instr/s | Δ throughput | CPU-share CV (ts → variant) | illusion (ts size with this miss ratio) | classed right | steady at ms |"
-    )?;
-    writeln!(md, "|---|---|---|---|---|---|---|---|---|---|")?;
-    let mut summary: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
-    // each variant's changes against TS at every size, for the plots against the paper
-    let mut change_miss: Vec<Series> = Vec::new();
-    let mut change_ips: Vec<Series> = Vec::new();
-    let mut unsteady = 0;
-    for (vi, v) in sc.variants.iter().enumerate().skip(1) {
-        let mut dm = Vec::new();
-        let mut di = Vec::new();
-        let (mut pm, mut pi) = (Vec::new(), Vec::new());
+    let mut md = format!(
+        "CASC's own measures. Illusion: the `{base}` cache size with the CASC variant's L2 \
+         miss ratio (interpolated in log size). Classes: CASC calls a thread greedy when its \
+         PCMR is above the run's mean PCMR; scored against the paper's classes ({}) and \
+         against each program's own model curve (greedy when its solo miss rate at the \
+         per-context share, size / {sharing}, is above the threads' mean). Steady: when the \
+         last PCMR was known, ms (the warm-up must cover it).\n\n\
+         | L2 | variant | L2 miss ratio (vs {base}) | illusion | classed right (paper classes) | classed right (own curve) | steady at ms (latest) |\n\
+         |---|---|---|---|---|---|---|\n",
+        if sc.classes.is_empty() {
+            "none given".to_string()
+        } else {
+            sc.classes
+                .iter()
+                .map(|(n, c)| format!("{n} {}", if *c == Class::Greedy { "greedy" } else { "frugal" }))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    for (vi, v) in sc.variants.iter().enumerate() {
+        if !v.policies.iter().any(|p| matches!(p, PolicySpec::Casc(_))) {
+            continue;
+        }
         for &kb in &sizes {
-            let mr = mean_at(&jobs, &runs, vi, kb, "l2_miss_ratio");
-            let ips = mean_at(&jobs, &runs, vi, kb, "ips");
-            let cv = mean_at(&jobs, &runs, vi, kb, "cpu_share_cv");
-            let (bmr, bips, bcv) = (
-                mean_at(&jobs, &runs, 0, kb, "l2_miss_ratio"),
-                mean_at(&jobs, &runs, 0, kb, "ips"),
-                mean_at(&jobs, &runs, 0, kb, "cpu_share_cv"),
-            );
-            let truth = solo_rates((kb / n_ctx).max(1))?;
-            let mut right = 0;
-            let mut total = 0;
-            let mut steady = Vec::new();
-            for (j, r) in jobs.iter().zip(&runs) {
-                if j.variant == vi && j.llc_kb == Some(kb) {
-                    if let Some((k, n)) = classification(r, &truth) {
-                        right += k;
-                        total += n;
-                    }
-                    let st = r.policy_stats.get("steady_ms").copied().unwrap_or(-1.0);
-                    if st < 0.0 || st > a.warmup_ms {
-                        unsteady += 1;
-                    }
-                    steady.push(st);
-                }
-            }
+            let mr = mean_at(jobs, runs, vi, kb, "l2_miss_ratio");
+            let bmr = mean_at(jobs, runs, 0, kb, "l2_miss_ratio");
             let illusion = match illusion_size(&ts_curve, mr) {
                 Some(s) => format!("{s:.0} KB ({:.1}×)", s / kb as f64),
                 None if mr < ts_curve.last().expect("sizes").1 => {
@@ -314,128 +447,69 @@ fn casc(a: CascArgs) -> Result<i32> {
                 }
                 None => "none (no lower)".into(),
             };
-            let steady_s: Vec<String> = steady
+            // the own-curve truth: above the mean solo rate of the run's threads
+            let names: Vec<String> = sc.threads.iter().map(|g| g.name()).collect();
+            let share = (kb / sharing).max(1);
+            let rates: Vec<Option<f64>> = names.iter().map(|n| solo_rate(n, share)).collect();
+            let known: Vec<f64> = rates.iter().flatten().copied().collect();
+            let mean_rate = known.iter().sum::<f64>() / known.len().max(1) as f64;
+            let own = |n: &str| {
+                let i = names.iter().position(|x| *x == n)?;
+                rates[i].map(|r| r > mean_rate)
+            };
+            let paper = |n: &str| sc.classes.get(n).map(|c| *c == Class::Greedy);
+            let (mut pr, mut pn, mut or, mut on) = (0, 0, 0, 0);
+            let mut latest = f64::NEG_INFINITY;
+            let mut never = 0;
+            for (_, r) in jobs
                 .iter()
-                .map(|s| {
-                    if *s < 0.0 {
-                        "never".into()
-                    } else {
-                        format!("{s:.0}")
-                    }
-                })
-                .collect();
-            if kb <= 768 {
-                dm.push(pct(mr, bmr));
-                di.push(pct(ips, bips));
+                .zip(runs)
+                .filter(|(j, _)| j.variant == vi && j.llc_kb == Some(kb))
+            {
+                if let Some((k, n)) = classification(r, &paper) {
+                    pr += k;
+                    pn += n;
+                }
+                if let Some((k, n)) = classification(r, &own) {
+                    or += k;
+                    on += n;
+                }
+                match r.policy_stats.get("steady_ms") {
+                    Some(&s) if s >= 0.0 => latest = latest.max(s),
+                    _ => never += 1,
+                }
             }
-            pm.push((
-                kb as f64,
-                paired_change(&jobs, &runs, (0, vi), Some(kb), "l2_miss_ratio"),
-            ));
-            pi.push((
-                kb as f64,
-                paired_change(&jobs, &runs, (0, vi), Some(kb), "ips"),
-            ));
+            let frac = |k: usize, n: usize| {
+                if n == 0 {
+                    "n/a".to_string()
+                } else {
+                    format!("{k}/{n} ({:.0}%)", 100.0 * k as f64 / n as f64)
+                }
+            };
             writeln!(
                 md,
-                "| {kb} KB | {} | {mr:.4} (ts {bmr:.4}) | {:+.1}% | {ips:.3e} | {:+.1}% | {:.0}% → {:.0}% | {illusion} | {right}/{total} | {} |",
+                "| {kb} KB | {} | {} ({}) {:+.1}% | {illusion} | {} | {} | {}{} |",
                 v.label,
+                plain(mr),
+                plain(bmr),
                 pct(mr, bmr),
-                pct(ips, bips),
-                bcv * 100.0,
-                cv * 100.0,
-                steady_s.join(", ")
+                frac(pr, pn),
+                frac(or, on),
+                if latest.is_finite() {
+                    format!("{latest:.0}")
+                } else {
+                    "-".into()
+                },
+                if never > 0 {
+                    format!(", {never} run(s) never")
+                } else {
+                    String::new()
+                }
             )?;
         }
-        summary.push((v.label.clone(), dm, di));
-        change_miss.push(Series::with_intervals(v.label.clone(), &pm));
-        change_ips.push(Series::with_intervals(v.label.clone(), &pi));
     }
-    for (file, what, ser, paper) in [
-        (
-            "miss_change.svg",
-            "L2 miss ratio",
-            &change_miss,
-            PAPER_MISS_CHANGE,
-        ),
-        (
-            "ips_change.svg",
-            "throughput (instr/s)",
-            &change_ips,
-            PAPER_IPS_CHANGE,
-        ),
-    ] {
-        write_file(
-            &a.out.join(file),
-            &line_chart(
-                &format!("CASC against TS: change in {what} (mean over seeds, 95% CI, paired)"),
-                "L2 size (log scale)",
-                &format!("change in {what} against TS (%)"),
-                ser,
-                XAxis::Kib,
-                Some((paper.0, paper.1, "paper, 48-768 KB")),
-            ),
-        )?;
-    }
-    writeln!(md)?;
-    if unsteady > 0 {
-        writeln!(
-            md,
-            "**Warning:** in {unsteady} CASC run(s) not every PCMR was known by the end of the \
-             warm-up; their measured window includes measurement time (raise --warmup-ms).\n"
-        )?;
-    }
-    writeln!(md, "## Summary over the paper's sizes (48–768 KB)\n")?;
-    writeln!(
-        md,
-        "| | paper | {} |",
-        summary
-            .iter()
-            .map(|s| s.0.as_str())
-            .collect::<Vec<_>>()
-            .join(" | ")
-    )?;
-    writeln!(md, "|---|---|{}", "---|".repeat(summary.len()))?;
-    let range = |v: &[f64]| {
-        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        format!("{lo:+.1}% to {hi:+.1}%")
-    };
-    writeln!(
-        md,
-        "| L2 miss ratio change | {:+.0}% to {:+.0}% | {} |",
-        PAPER_MISS_CHANGE.0,
-        PAPER_MISS_CHANGE.1,
-        summary
-            .iter()
-            .map(|s| range(&s.1))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    )?;
-    writeln!(
-        md,
-        "| throughput change | {:+.0}% to {:+.0}% | {} |",
-        PAPER_IPS_CHANGE.0,
-        PAPER_IPS_CHANGE.1,
-        summary
-            .iter()
-            .map(|s| range(&s.2))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    )?;
-    writeln!(
-        md,
-        "\nGround truth for \"classed right\": a thread is greedy when its program's solo miss rate \
-         (LLC misses per 100 data references, fully associative LRU) at the per-context share of the \
-         L2 (size / 8) is above the mean over the 18 threads; CASC classes it greedy when its PCMR is \
-         above the mean PCMR. Plots: `miss_change.svg` and `ips_change.svg` (each variant's change \
-         against TS by size, paired by seed, with 95% intervals where there are seeds, the paper's \
-         range shaded), `l2_miss_ratio.svg` (Fig. 5), `ips.svg` (Fig. 6), \
-         `cpu_share_cv.svg` (Fig. 7, as one number per run), `llc_mpki.svg`; per-thread CPU shares \
-         and PCMRs are in `results.json`. Decision cost: `cachesched bench casc`."
-    )?;
-    write_report(&a.out.join("paper-vs-measured.md"), &md)?;
-    Ok(0)
+    md.push('\n');
+    Ok(md)
 }
 
 /// Writes a reproduction's report to `path` and prints it.

@@ -25,7 +25,7 @@ pub struct BucketParams {
     pub step: f64,
     /// Follow the paper's loop literally: only refuse decrements that leave a thread
     /// without a CPU, and rely on the final m-check (raising the threshold) to keep
-    /// CPUs busy. When false (the default), decrements that would leave some CPU unable
+    /// CPUs busy (the default of [`CascConfig`](super::CascConfig)). When false (strict), decrements that would leave some CPU unable
     /// to run `min_threads_per_cpu` threads are refused too: with fine-grained PCMRs the
     /// literal loop sinks one CPU through empty PCMR bands until it admits nobody, and
     /// the threshold then has to rise until almost nothing is restricted.

@@ -129,7 +129,7 @@ pub struct CascConfig {
     pub min_threads_per_cpu: usize,
     /// MAX_PCMR decrement, in miss-rate units (default 1).
     pub step: f64,
-    /// Bucketize exactly as the paper's loop does (default false; see
+    /// Bucketize exactly as the paper's loop does (default true, as published; see
     /// [`BucketParams::literal`]).
     pub literal_bucketization: bool,
     /// Slice given to threads while they are measured, ms (default 10; 0: the
