@@ -110,6 +110,15 @@ pub enum Secondary {
     Calibrated,
 }
 
+/// The paper's Formula 2: the PCMR of the one thread of unknown PCMR in a co-run
+/// segment of `k` threads whose group miss rate (the mean of members' rates) is
+/// `group_rate` and whose other members' PCMRs sum to `known_sum`: k · rate = Σ known + x.
+/// `k` is the segment's thread count, which is below the cache's context count when
+/// contexts idle (the paper writes n; declared in docs/casc.md).
+pub fn formula2(k: usize, group_rate: f64, known_sum: f64) -> f64 {
+    k as f64 * group_rate - known_sum
+}
+
 /// Configuration of [`Casc`]. Unknown keys are rejected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -769,8 +778,7 @@ impl Policy for Casc {
             .sum();
         let k = seg.members.len() as f64;
         let estimate = match (&unknown[..], self.config.secondary) {
-            // Formula 2: k · rate = Σ known + x
-            ([_], Secondary::Formula2) => Some(k * rate - known_sum),
+            ([_], Secondary::Formula2) => Some(formula2(seg.members.len(), rate, known_sum)),
             ([u], Secondary::Calibrated) => {
                 let own = |t: ThreadId| {
                     let m = seg.members.iter().find(|m| m.thread == t)?;
@@ -911,5 +919,31 @@ impl Policy for Casc {
             }
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::formula2;
+
+    /// Formula 2 recovers the unknown PCMR exactly when every member misses at its
+    /// PCMR; a co-runner missing above its PCMR adds its whole departure to the
+    /// estimate (the paper's "most errors in the secondary measurement"); with idle
+    /// contexts the segment's count is used. Fails if the formula divides or weights
+    /// differently.
+    #[test]
+    fn formula2_recovers_the_unknown_and_takes_every_error() {
+        let known = [5.0, 6.0, 7.0];
+        let x = 22.0;
+        let rate = (known.iter().sum::<f64>() + x) / 4.0;
+        assert!((formula2(4, rate, known.iter().sum()) - x).abs() < 1e-12);
+        // one co-runner at 6 + 2: the group rate rises by 2/4, the estimate by 2
+        let noisy = (5.0 + 8.0 + 7.0 + x) / 4.0;
+        assert!((formula2(4, noisy, 18.0) - (x + 2.0)).abs() < 1e-12);
+        // two threads in the segment (six contexts idle): 2 · rate − known
+        assert!((formula2(2, (5.0 + 9.0) / 2.0, 5.0) - 9.0).abs() < 1e-12);
+        // co-runners missing below their PCMRs can push it negative (clamped by the
+        // policy, declared)
+        assert!(formula2(4, 3.0, 18.0) < 0.0);
     }
 }
