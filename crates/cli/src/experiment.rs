@@ -299,14 +299,26 @@ pub fn paired_change(
     let d: Vec<f64> = at(v)
         .filter_map(|(seed, x)| b.get(&seed).map(|&b| 100.0 * (x - b) / b))
         .collect();
-    mean_ci95(&d)
+    over_seeds(&d)
+}
+
+/// Mean over seeds and the half-width of its 95% interval, as [`mean_ci95`], except
+/// that values identical across several seeds have no interval (NaN): the seeds did not
+/// vary the run (a workload without seeded randomness, such as recorded traces), so a
+/// zero width would claim a certainty that was never sampled.
+pub fn over_seeds(v: &[f64]) -> (f64, f64) {
+    let (m, h) = mean_ci95(v);
+    if v.len() > 1 && v.iter().all(|x| x.to_bits() == v[0].to_bits()) {
+        return (m, f64::NAN);
+    }
+    (m, h)
 }
 
 /// What a paired change of a metric means: an improvement or a regression only when
 /// its 95% interval excludes zero.
 pub fn verdict(m: &str, (mean, half): (f64, f64)) -> &'static str {
     if !half.is_finite() {
-        return "one seed: no interval";
+        return "no interval";
     }
     if (mean - half..=mean + half).contains(&0.0) {
         return "no clear change";
@@ -537,6 +549,22 @@ pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool)
                 sc.min_quanta,
                 if pass { "long enough" } else { "**TOO SHORT**" },
                 longest.map_or("-".into(), |q| format!("the longest quantum, {q} ms"))
+            );
+        }
+    }
+    if sc.seeds.len() > 1 {
+        let same = base.iter().all(|(j, r)| {
+            base.iter()
+                .filter(|(k, _)| k.llc_kb == j.llc_kb)
+                .all(|(_, o)| o.totals == r.totals)
+        });
+        if same {
+            ok = false;
+            md += &format!(
+                "- Seeds: **every run of `{}` is identical across the seeds** (the workload has \
+                 no seeded randomness, as recorded traces have none): each point is one run, \
+                 shown without an interval.\n",
+                sc.variants[0].label
             );
         }
     }
@@ -841,7 +869,7 @@ fn write_outputs(
             .filter(|(j, _)| j.variant == vi && j.llc_kb == p)
             .map(|(_, r)| metric(r, m).expect("known metric"))
             .collect();
-        mean_ci95(&v)
+        over_seeds(&v)
     };
     let mut md = format!("# {}\n\n{}\n\n", sc.name, sc.description);
     md += &format!(
@@ -1162,6 +1190,19 @@ mod tests {
             n += 1;
         }
         assert!(n >= 8, "{n} scenario files");
+    }
+
+    /// Identical values over several seeds have no interval (they were not sampled);
+    /// varying ones keep Student's; fails if a zero-width interval gets through, which
+    /// would call a change certain.
+    #[test]
+    fn seeds_that_vary_nothing_give_no_interval() {
+        assert!(over_seeds(&[3.0, 3.0, 3.0]).1.is_nan());
+        assert_eq!(verdict("ips", over_seeds(&[5.0, 5.0])), "no interval");
+        let (m, h) = over_seeds(&[1.0, 2.0, 3.0]);
+        assert_eq!(m, 2.0);
+        assert!((h - 4.303 / 3f64.sqrt()).abs() < 1e-12);
+        assert_eq!(verdict("ips", over_seeds(&[5.0, 5.1, 4.9, 5.2])), "better");
     }
 
     /// `--quick` keeps what it is told to and drops paper values outside its sizes;

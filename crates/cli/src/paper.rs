@@ -7,9 +7,8 @@
 //! range `[low, high]` (a single published number is a range of width zero), at every
 //! sweep point or the ones listed.
 
-use crate::experiment::{metric, metric_label, paired_change, plain, Job, Scenario};
+use crate::experiment::{metric, metric_label, over_seeds, paired_change, plain, Job, Scenario};
 use crate::svg::{line_chart, Series, XAxis};
-use cachesched_sim::result::mean_ci95;
 use cachesched_sim::RunResult;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -137,7 +136,7 @@ impl PaperValue {
                 .filter(|(j, _)| j.variant == v && j.llc_kb == p)
                 .map(|(_, r)| metric(r, &self.metric).expect("known metric"))
                 .collect();
-            mean_ci95(&xs)
+            over_seeds(&xs)
         }
     }
 
