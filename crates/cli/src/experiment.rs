@@ -696,6 +696,14 @@ pub fn run_scenario(
         workers,
         out.display()
     );
+    let wants_solo = sc
+        .metrics
+        .iter()
+        .any(|m| SOLO_METRICS.contains(&m.as_str()));
+    if wants_solo {
+        // the solo cache's key includes this binary: hash it before hours of runs
+        crate::solo::exe_hash()?;
+    }
     let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
     let label = |i: usize| {
         let j = &jobs_list[i];
@@ -708,11 +716,7 @@ pub fn run_scenario(
         eprintln!("interrupted; nothing written");
         return Ok(None);
     };
-    if sc
-        .metrics
-        .iter()
-        .any(|m| SOLO_METRICS.contains(&m.as_str()))
-    {
+    if wants_solo {
         let Some(()) = attach_solo_runs(&cfgs, &mut runs, workers)? else {
             eprintln!("interrupted; nothing written");
             return Ok(None);

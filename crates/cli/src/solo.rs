@@ -64,14 +64,24 @@ fn fnv(h: u64, bytes: &[u8]) -> u64 {
 }
 
 /// A hash of this executable's bytes, computed once (a rebuilt simulator gets new keys).
-fn exe_hash() -> Result<u64> {
+///
+/// Taken once, before any run (see [`crate::experiment::run_scenario`]), and read
+/// through `/proc/self/exe` where it exists, which still reads the running binary after
+/// a rebuild has replaced the file: a long batch must not fail at its end because the
+/// binary on disk changed meanwhile.
+pub fn exe_hash() -> Result<u64> {
     static HASH: OnceLock<u64> = OnceLock::new();
     if let Some(&h) = HASH.get() {
         return Ok(h);
     }
-    let exe = std::env::current_exe().context("cannot locate this executable")?;
-    let bytes = std::fs::read(&exe)
-        .with_context(|| format!("cannot read this executable '{}'", exe.display()))?;
+    let bytes = match std::fs::read("/proc/self/exe") {
+        Ok(b) => b,
+        Err(_) => {
+            let exe = std::env::current_exe().context("cannot locate this executable")?;
+            std::fs::read(&exe)
+                .with_context(|| format!("cannot read this executable '{}'", exe.display()))?
+        }
+    };
     Ok(*HASH.get_or_init(|| fnv(0xcbf2_9ce4_8422_2325, &bytes)))
 }
 
