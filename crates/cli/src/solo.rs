@@ -11,7 +11,7 @@
 //! else `~/.cache/cachesched/solo`, keyed by a hash of the solo configuration and of
 //! this executable, so a rebuilt simulator never reuses a stale reference.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cachesched_sim::{RunResult, SimConfig, ThreadGroup};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -44,16 +44,7 @@ pub fn group_of_threads(cfg: &SimConfig) -> Vec<usize> {
 
 /// The solo cache directory.
 pub fn cache_dir() -> Result<PathBuf> {
-    if let Some(d) = std::env::var_os("CACHESCHED_SOLO").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d).join("cachesched/solo"));
-    }
-    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(h) => Ok(PathBuf::from(h).join(".cache/cachesched/solo")),
-        None => bail!("no cache directory for solo runs: set CACHESCHED_SOLO (or HOME)"),
-    }
+    crate::real::user_cache_dir("CACHESCHED_SOLO", "solo")
 }
 
 /// FNV-1a, 64 bits, continued from `h`.
