@@ -822,6 +822,27 @@ fn run_configs(
     Ok(Some(runs))
 }
 
+/// The header of a results table: variant, the sweep's size when there is one, and one
+/// column per reported metric.
+fn table_header(sc: &Scenario) -> String {
+    let sweep = sc.sweep.is_some();
+    let mut h = String::from("| variant |");
+    if sweep {
+        h += " LLC size (KiB) |";
+    }
+    for m in &sc.metrics {
+        h += &format!(" {} |", metric_label(m));
+    }
+    h += "\n|---|";
+    if sweep {
+        h += "---|";
+    }
+    h += &"---|".repeat(sc.metrics.len());
+    h + "\n"
+}
+
+/// Writes a scenario's results beside each other in `out`: every run (JSON, CSV), the
+/// resolved scenario, and the report (tables of means and paired changes).
 fn write_outputs(
     sc: &Scenario,
     jobs: &[Job],
@@ -892,19 +913,7 @@ fn write_outputs(
     if !check_md.is_empty() {
         md += &format!("Checks of the measured windows:\n\n{check_md}\n");
     }
-    md += "| variant |";
-    if sc.sweep.is_some() {
-        md += " LLC size (KiB) |";
-    }
-    for m in &sc.metrics {
-        md += &format!(" {} |", metric_label(m));
-    }
-    md += "\n|---|";
-    if sc.sweep.is_some() {
-        md += "---|";
-    }
-    md += &"---|".repeat(sc.metrics.len());
-    md += "\n";
+    md += &table_header(sc);
     for &p in &points {
         for (vi, v) in sc.variants.iter().enumerate() {
             md += &format!("| {} |", v.label);
@@ -928,21 +937,10 @@ fn write_outputs(
         md += &format!(
             "Against `{}`, paired by seed: the mean change in percent of the baseline ± the \
              half-width of its 95% interval; better or worse only when the interval excludes \
-             zero.\n\n| variant |",
+             zero.\n\n",
             sc.variants[0].label
         );
-        if sc.sweep.is_some() {
-            md += " LLC size (KiB) |";
-        }
-        for m in &sc.metrics {
-            md += &format!(" {} |", metric_label(m));
-        }
-        md += "\n|---|";
-        if sc.sweep.is_some() {
-            md += "---|";
-        }
-        md += &"---|".repeat(sc.metrics.len());
-        md += "\n";
+        md += &table_header(sc);
         for &p in &points {
             for (vi, v) in sc.variants.iter().enumerate().skip(1) {
                 md += &format!("| {} |", v.label);

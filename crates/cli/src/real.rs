@@ -245,13 +245,6 @@ pub fn user_cache_dir(var: &str, sub: &str) -> Result<PathBuf> {
     }
 }
 
-/// FNV-1a, 64 bits.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 impl Program {
     /// A hash of everything the trace depends on that this binary decides: command,
     /// window, environment, and the inputs the command names (the shipped files' text,
@@ -271,7 +264,7 @@ impl Program {
         if uses(TEXT.0) {
             s.push_str(TEXT_GENERATOR_VERSION);
         }
-        fnv(s.as_bytes())
+        cachesched_core::hash::fnv1a(s.as_bytes())
     }
 
     /// Where its trace is (or will be) in `dir`.

@@ -12,6 +12,7 @@
 //! this executable, so a rebuilt simulator never reuses a stale reference.
 
 use anyhow::{Context, Result};
+use cachesched_core::hash::{fnv1a, fnv1a_from};
 use cachesched_sim::{RunResult, SimConfig, ThreadGroup};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -47,13 +48,6 @@ pub fn cache_dir() -> Result<PathBuf> {
     crate::real::user_cache_dir("CACHESCHED_SOLO", "solo")
 }
 
-/// FNV-1a, 64 bits, continued from `h`.
-fn fnv(h: u64, bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(h, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
-
 /// A hash of this executable's bytes, computed once (a rebuilt simulator gets new keys).
 ///
 /// Taken once, before any run (see [`crate::experiment::run_scenario`]), and read
@@ -73,13 +67,13 @@ pub fn exe_hash() -> Result<u64> {
                 .with_context(|| format!("cannot read this executable '{}'", exe.display()))?
         }
     };
-    Ok(*HASH.get_or_init(|| fnv(0xcbf2_9ce4_8422_2325, &bytes)))
+    Ok(*HASH.get_or_init(|| fnv1a(&bytes)))
 }
 
 /// The cache key of a solo configuration: its JSON and the executable.
 pub fn key(solo: &SimConfig) -> Result<u64> {
     let json = serde_json::to_string(solo)?;
-    Ok(fnv(exe_hash()?, json.as_bytes()))
+    Ok(fnv1a_from(exe_hash()?, json.as_bytes()))
 }
 
 /// One cached reference, as stored.

@@ -7,6 +7,7 @@
 
 pub mod counters;
 pub mod cpumask;
+pub mod hash;
 pub mod num;
 pub mod policy;
 pub mod rng;

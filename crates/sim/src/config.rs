@@ -231,6 +231,10 @@ pub struct ThreadGroup {
     /// Base CPI of trace threads (default 1).
     #[serde(default)]
     pub trace_cpi: Option<f64>,
+    /// Where in its trace each thread of a trace (or real) group starts (default
+    /// `seeded`: at an offset drawn from the run's seed, different per thread).
+    #[serde(default)]
+    pub trace_start: TraceStart,
     /// A program of the real-program suite (`cachesched real list`), replayed like a
     /// trace: the CLI records it into its trace cache on first use and sets `trace` to
     /// the cached file before the simulation starts (default: none).
@@ -280,6 +284,7 @@ impl ThreadGroup {
             model: None,
             trace: None,
             trace_cpi: None,
+            trace_start: TraceStart::default(),
             real: None,
             phases: Vec::new(),
             threads_per_group: None,
@@ -372,7 +377,7 @@ impl ThreadGroup {
                     "trace_cpi must be at least 0.25".into(),
                 ));
             }
-            Source::Trace(std::sync::Arc::new(bytes), cpi)
+            Source::Trace(std::sync::Arc::new(bytes), cpi, self.trace_start)
         } else if !self.phases.is_empty() {
             let mut v = Vec::new();
             for ph in &self.phases {
@@ -480,13 +485,31 @@ impl ThreadGroup {
     }
 }
 
+/// Where the threads of a trace group start in their trace.
+///
+/// Each thread replays its trace in a loop. Started together at the trace's first
+/// event, copies of one program would run the same phases in step, and a run would not
+/// depend on its seed at all (nothing else in a trace thread is random), so seeds could
+/// not give the spread a confidence interval needs. Real copies of a program started
+/// at different times are at unrelated points of their execution; `Seeded` models that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceStart {
+    /// At a byte offset drawn uniformly over the trace from the run's seed and the
+    /// thread's number (the events before it are decoded, not replayed).
+    #[default]
+    Seeded,
+    /// At the trace's first event, every thread and every seed alike.
+    Beginning,
+}
+
 /// What a thread group runs.
 #[derive(Debug, Clone)]
 pub enum Source {
     /// A synthetic locality model.
     Model(LocalityModel),
-    /// A binary trace and the base CPI to replay it with.
-    Trace(std::sync::Arc<Vec<u8>>, f64),
+    /// A binary trace, the base CPI to replay it with and where its threads start.
+    Trace(std::sync::Arc<Vec<u8>>, f64, TraceStart),
     /// Models run in turn for the given instruction counts.
     Phased(Vec<(LocalityModel, u64)>),
 }

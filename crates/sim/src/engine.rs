@@ -9,7 +9,7 @@
 //! requests are made at its ready time (see [`crate::hw::core`]), so the shared caches
 //! and the memory bus see every request in simulated-time order.
 
-use crate::config::{Partition, SimConfig, Source};
+use crate::config::{Partition, SimConfig, Source, TraceStart};
 use crate::hw::core::{charge_stall, ContextState, CoreTiming, Phase};
 use crate::hw::machine::{MachineConfig, MachineError};
 use crate::hw::memory::{BusStats, MemorySystem, ServedBy};
@@ -376,10 +376,16 @@ impl Simulation {
                         sharing_group,
                         rng.fork(1000 + idx as u64),
                     )),
-                    Source::Trace(bytes, cpi) => {
-                        Box::new(TraceThread::new(bytes.clone(), proc_id, *cpi).map_err(|e| {
-                            SimError::Config(format!("trace of group '{label}': {e}"))
-                        })?)
+                    Source::Trace(bytes, cpi, start) => {
+                        let mut t =
+                            TraceThread::new(bytes.clone(), proc_id, *cpi).map_err(|e| {
+                                SimError::Config(format!("trace of group '{label}': {e}"))
+                            })?;
+                        if *start == TraceStart::Seeded {
+                            let len = bytes.len() as u64;
+                            t.start_at_byte(rng.fork(3000 + idx as u64).below(len.max(1)));
+                        }
+                        Box::new(t)
                     }
                     Source::Phased(phases) => Box::new(PhasedThread::new(
                         phases,

@@ -11,7 +11,9 @@ pub mod result;
 pub mod trace;
 pub mod workload;
 
-pub use config::{Baseline, KernelConfig, MachineSpec, PagePlacement, SimConfig, ThreadGroup};
+pub use config::{
+    Baseline, KernelConfig, MachineSpec, PagePlacement, SimConfig, ThreadGroup, TraceStart,
+};
 pub use engine::{build_chain, simulate, simulate_with, SimError, Simulation};
 pub use hw::machine::{MachineConfig, PAPER_MIXES, PRESETS};
 pub use result::RunResult;

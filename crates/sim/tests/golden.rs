@@ -4,6 +4,7 @@
 //! table below with the printed values and says so (and why) in its commit and in
 //! docs/model.md's "Changes, newest first".
 
+use cachesched_core::hash::fnv1a;
 use cachesched_sim::{simulate, SimConfig, ThreadGroup, PAPER_MIXES, PRESETS};
 
 /// Simulated milliseconds per preset: long enough for every thread to run (CFS-like
@@ -24,15 +25,6 @@ const GOLDEN: &[(&str, u64)] = &[
     ("xeon-e5-16m-2c", 0xb0485133388b335b),
     ("core2-4m", 0xc66829d60ab871ee),
 ];
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
 
 #[test]
 fn every_preset_has_a_paper_mix() {

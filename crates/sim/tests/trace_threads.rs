@@ -6,7 +6,7 @@ use cachesched_core::SimRng;
 use cachesched_sim::hw::prefetch::PrefetchConfig;
 use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, TraceEvent};
 use cachesched_sim::trace::TraceWriter;
-use cachesched_sim::{simulate, MachineConfig, MachineSpec, SimConfig, ThreadGroup};
+use cachesched_sim::{simulate, MachineConfig, MachineSpec, SimConfig, ThreadGroup, TraceStart};
 
 /// Loads and stores (one in four), three instructions of a 64-byte loop before each:
 /// three in five to random 8-byte words of 48 KB, two in five walking 36 KB line by
@@ -86,4 +86,74 @@ fn trace_thread_misses_the_l1d_as_replay_does() {
         (thread / replay - 1.0).abs() < 0.02,
         "thread {thread} vs replay {replay}"
     );
+}
+
+/// A two-phase program, three instructions before each access: 300,000 accesses looping
+/// over 32 KB (more than t1-dual's 8 KB L1D, well inside its L2), then 200,000
+/// streaming through 64 MB (each access a new line). Each phase lasts several 3 ms
+/// windows on t1-dual.
+fn two_phase_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut w = TraceWriter::new(Vec::new()).unwrap();
+    let mut pc = 0x40_1000u64;
+    for i in 0..500_000u64 {
+        for _ in 0..3 {
+            w.write(TraceEvent::Instr { addr: pc, size: 4 }).unwrap();
+            pc = if pc >= 0x40_103c { 0x40_1000 } else { pc + 4 };
+        }
+        let addr = if i < 300_000 {
+            0x7f00_0000_0000 + (i * 64) % (32 << 10)
+        } else {
+            0x7f10_0000_0000 + i * 64 * 5
+        };
+        w.write(TraceEvent::Load { addr, size: 8 }).unwrap();
+    }
+    let path = dir.join("twophase.cst");
+    std::fs::write(&path, w.finish().unwrap()).unwrap();
+    path
+}
+
+/// Threads of a trace start at a seeded offset: over eight seeds a window much shorter
+/// than the trace lands in both phases of a two-phase program, and two threads of one
+/// run start apart; with `trace_start = "beginning"` every seed gives the same run.
+/// Fails if the start ignores the seed (all eight alike), if the offset is not spread
+/// over the trace (one phase only), or if `beginning` still depends on the seed.
+#[test]
+fn seeded_trace_starts_spread_over_the_program() {
+    let dir = std::env::temp_dir().join(format!("cachesched-ts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = two_phase_trace(&dir);
+    let run = |seed: u64, start: TraceStart| {
+        let mut groups = ThreadGroup::parse_mix(&format!("{}:2", path.display())).unwrap();
+        groups[0].trace_start = start;
+        let mut cfg = SimConfig::new("t1-dual", groups);
+        cfg.seed = seed;
+        cfg.duration_ms = 3.0;
+        cfg.warmup_ms = 0.5;
+        simulate(&cfg).unwrap()
+    };
+    let mut ratios = Vec::new();
+    for seed in 1..=8 {
+        let r = run(seed, TraceStart::Seeded);
+        let c: Vec<_> = r.threads.iter().map(|t| t.counters).collect();
+        // far less than one pass of the 2,000,000-instruction trace
+        assert!(c[0].instructions < 1_000_000, "{:?}", c[0]);
+        ratios.push((c[0].l2_miss_ratio(), c[1].l2_miss_ratio()));
+    }
+    eprintln!("L2 miss ratios (thread 0, thread 1) by seed: {ratios:.3?}");
+    // the 32 KB loop hits in the L2, the stream misses every line; inside one phase two starts look alike, so "apart" is seen as
+    // a run with one thread in each phase (half the runs, when starts are independent)
+    let all = || ratios.iter().flat_map(|&(a, b)| [a, b]);
+    assert!(all().any(|m| m < 0.2), "{ratios:?}");
+    assert!(all().any(|m| m > 0.8), "{ratios:?}");
+    let split = ratios
+        .iter()
+        .filter(|&&(a, b)| a.min(b) < 0.2 && a.max(b) > 0.8)
+        .count();
+    assert!(
+        split >= 2,
+        "threads of one run in different phases in {split} of 8"
+    );
+    let first = run(1, TraceStart::Beginning);
+    assert_eq!(run(2, TraceStart::Beginning).threads, first.threads);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -396,6 +396,11 @@ impl<R: std::io::Read> TraceReader<R> {
         Ok(())
     }
 
+    /// The byte offset in the trace of the next record to decode.
+    pub fn byte_offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
     /// The next event, `Ok(None)` at the end.
     #[inline]
     pub fn next_event(&mut self) -> Result<Option<TraceEvent>, ReplayError> {
@@ -452,6 +457,29 @@ impl TraceThread {
             loops: 0,
         };
         Ok(t)
+    }
+
+    /// Starts the replay at the first record at or after byte `offset` of the trace
+    /// instead of at its beginning: the events before it are decoded (the predictors
+    /// need them) but not replayed. An offset past the end starts at the beginning.
+    pub fn start_at_byte(&mut self, offset: u64) {
+        while self.reader.byte_offset() < offset {
+            match self.reader.next_event() {
+                // the PC of the first replayed access is that of the last instruction
+                Ok(Some(TraceEvent::Instr { addr, .. })) => self.pc = addr,
+                Ok(Some(TraceEvent::HitRun { bytes, .. })) => self.pc = self.pc.wrapping_add(bytes),
+                Ok(Some(_)) => {}
+                _ => {
+                    self.reader = TraceReader::with_capacity(
+                        std::io::Cursor::new(ArcBytes(self.bytes.clone())),
+                        1 << 14,
+                    )
+                    .expect("validated trace");
+                    self.pc = 0;
+                    return;
+                }
+            }
+        }
     }
 
     /// Checks that `bytes` is a binary trace with at least one data access.
