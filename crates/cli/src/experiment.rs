@@ -317,6 +317,10 @@ pub fn over_seeds(v: &[f64]) -> (f64, f64) {
 /// What a paired change of a metric means: an improvement or a regression only when
 /// its 95% interval excludes zero.
 pub fn verdict(m: &str, (mean, half): (f64, f64)) -> &'static str {
+    if !mean.is_finite() {
+        // a slowdown against alone is unbounded when a thread made no progress at all
+        return "unbounded in some run: a thread without progress";
+    }
     if !half.is_finite() {
         return "no interval";
     }
@@ -1201,6 +1205,9 @@ mod tests {
     fn seeds_that_vary_nothing_give_no_interval() {
         assert!(over_seeds(&[3.0, 3.0, 3.0]).1.is_nan());
         assert_eq!(verdict("ips", over_seeds(&[5.0, 5.0])), "no interval");
+        // a thread without progress: its slowdown, and the change of ANTT, unbounded
+        let inf = over_seeds(&[3.0, f64::INFINITY]);
+        assert!(verdict("antt", inf).starts_with("unbounded"));
         let (m, h) = over_seeds(&[1.0, 2.0, 3.0]);
         assert_eq!(m, 2.0);
         assert!((h - 4.303 / 3f64.sqrt()).abs() < 1e-12);

@@ -87,9 +87,19 @@ fn casc_finds_the_greedy_threads_and_cuts_misses() {
             initial("small"),
             initial("compute")
         );
-        // fewer misses, never an idle CPU for want of allowed threads
+        // far fewer misses, never an idle CPU for want of allowed threads. Over seeds
+        // 7, 1, 2, 3, 4 (this mix and windows as a scenario file, `cachesched
+        // experiment`, 2026-11-23) CASC's L2 miss ratio over TS's was 0.15-0.20 as
+        // published (-81.8% ± 2.8) and 0.12-0.53 with calibrated secondary measurements
+        // (-65.7% ± 18.9); seed 7 gave 0.20 and 0.12. The bounds admit every seed
+        // measured and fail a CASC that confines the large threads half as well.
+        let bound = if std::ptr::eq(r, &paper) { 0.3 } else { 0.6 };
+        eprintln!(
+            "L2 miss ratio over TS's: {:.3} (bound {bound})",
+            r.l2_miss_ratio / base.l2_miss_ratio
+        );
         assert!(
-            r.l2_miss_ratio < 0.98 * base.l2_miss_ratio,
+            r.l2_miss_ratio < bound * base.l2_miss_ratio,
             "miss ratio {} vs {}",
             r.l2_miss_ratio,
             base.l2_miss_ratio
@@ -132,12 +142,11 @@ fn casc_finds_the_greedy_threads_and_cuts_misses() {
         .collect();
     let cpus_for = |p: f64| caps.iter().filter(|&&m| p < m).count();
     assert!(cpus_for(large) < cpus_for(compute), "caps {caps:?}");
-    // at the price of fairness: the confined threads get less of the CPUs. (Whether
-    // that buys throughput depends on the machine: on this mix, seed 7, CASC did +2.8%
-    // on the old niagara-2c bus of 5.0 B/cycle, -1.5% on the corrected 6.30 and -0.7%
-    // once the T1's write-through L1D and L2 bank were modelled; that is a result for
-    // `reproduce casc` to report with intervals, not a property of the mechanism to
-    // assert.)
+    // at the price of fairness: the confined threads get less of the CPUs (CPU-share
+    // deviation over five seeds +106.9% ± 99.0 as published, +100.8% ± 88.2
+    // calibrated). Whether that buys throughput depends on the machine: over the same
+    // five seeds -1.8% ± 10.7 and +3.1% ± 8.8, no clear change; a result for
+    // `reproduce casc` to report, not a property of the mechanism to assert.
     assert!(casc.cpu_share_cv > base.cpu_share_cv);
 }
 
