@@ -445,11 +445,9 @@ impl TraceThread {
         process: u32,
         base_cpi: f64,
     ) -> Result<TraceThread, ReplayError> {
-        let reader =
-            TraceReader::with_capacity(std::io::Cursor::new(ArcBytes(bytes.clone())), 1 << 14)?;
         let t = TraceThread {
+            reader: Self::reader_of(&bytes)?,
             bytes,
-            reader,
             base: (1 << 63) | ((process as u64) << 47),
             pending: 0,
             pc: 0,
@@ -459,27 +457,57 @@ impl TraceThread {
         Ok(t)
     }
 
+    /// A reader at the start of `bytes`.
+    fn reader_of(
+        bytes: &std::sync::Arc<Vec<u8>>,
+    ) -> Result<TraceReader<std::io::Cursor<ArcBytes>>, ReplayError> {
+        TraceReader::with_capacity(std::io::Cursor::new(ArcBytes(bytes.clone())), 1 << 14)
+    }
+
+    /// Starts the trace over (it was validated at construction, so this cannot fail).
+    fn restart(&mut self) {
+        self.reader = Self::reader_of(&self.bytes).expect("validated trace");
+    }
+
+    /// Takes in one event: an instruction moves the PC and counts towards the next
+    /// access's gap; a data access is returned as its address and whether it writes.
+    #[inline]
+    fn take(&mut self, e: TraceEvent) -> Option<(u64, bool)> {
+        match e {
+            TraceEvent::Instr { addr, .. } => {
+                self.pending += 1;
+                self.pc = addr;
+                None
+            }
+            TraceEvent::HitRun { count, bytes } => {
+                self.pending += count;
+                self.pc = self.pc.wrapping_add(bytes);
+                None
+            }
+            TraceEvent::Load { addr, .. } => Some((addr, false)),
+            TraceEvent::Store { addr, .. } | TraceEvent::Modify { addr, .. } => Some((addr, true)),
+        }
+    }
+
     /// Starts the replay at the first record at or after byte `offset` of the trace
     /// instead of at its beginning: the events before it are decoded (the predictors
-    /// need them) but not replayed. An offset past the end starts at the beginning.
+    /// need them) but not replayed; the first replayed access has the PC of the last
+    /// instruction before it and no gap. An offset past the end starts at the
+    /// beginning.
     pub fn start_at_byte(&mut self, offset: u64) {
         while self.reader.byte_offset() < offset {
             match self.reader.next_event() {
-                // the PC of the first replayed access is that of the last instruction
-                Ok(Some(TraceEvent::Instr { addr, .. })) => self.pc = addr,
-                Ok(Some(TraceEvent::HitRun { bytes, .. })) => self.pc = self.pc.wrapping_add(bytes),
-                Ok(Some(_)) => {}
+                Ok(Some(e)) => {
+                    self.take(e);
+                }
                 _ => {
-                    self.reader = TraceReader::with_capacity(
-                        std::io::Cursor::new(ArcBytes(self.bytes.clone())),
-                        1 << 14,
-                    )
-                    .expect("validated trace");
+                    self.restart();
                     self.pc = 0;
-                    return;
+                    break;
                 }
             }
         }
+        self.pending = 0;
     }
 
     /// Checks that `bytes` is a binary trace with at least one data access.
@@ -511,27 +539,12 @@ impl crate::workload::Workload for TraceThread {
                 // validated at construction: end (or damage) means start over
                 _ => {
                     self.loops += 1;
-                    self.reader = TraceReader::with_capacity(
-                        std::io::Cursor::new(ArcBytes(self.bytes.clone())),
-                        1 << 14,
-                    )
-                    .expect("validated trace");
+                    self.restart();
                     continue;
                 }
             };
-            let (addr, write) = match e {
-                TraceEvent::Instr { addr, .. } => {
-                    self.pending += 1;
-                    self.pc = addr;
-                    continue;
-                }
-                TraceEvent::HitRun { count, bytes } => {
-                    self.pending += count;
-                    self.pc = self.pc.wrapping_add(bytes);
-                    continue;
-                }
-                TraceEvent::Load { addr, .. } => (addr, false),
-                TraceEvent::Store { addr, .. } | TraceEvent::Modify { addr, .. } => (addr, true),
+            let Some((addr, write)) = self.take(e) else {
+                continue;
             };
             let gap = self.pending.saturating_sub(1).min(u32::MAX as u64) as u32;
             self.pending = 0;
