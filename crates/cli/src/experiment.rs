@@ -489,32 +489,6 @@ impl Scenario {
     }
 }
 
-/// The longest quantum `k`'s baseline gives a thread, ms (`None` for CFS, whose slices
-/// depend on the load).
-pub fn longest_quantum_ms(k: &KernelConfig) -> Option<f64> {
-    use cachesched_sim::kernel::solaris_tables::{fx_quantum_ticks, ts_row, TICK_MS};
-    match k.baseline {
-        Baseline::Ts => Some(
-            k.ts_quantum_ms
-                .unwrap_or((ts_row(0).quantum_ticks * TICK_MS) as f64),
-        ),
-        Baseline::Fx => Some(
-            k.fx_quantum_ms
-                .unwrap_or((fx_quantum_ticks(0) * TICK_MS) as f64),
-        ),
-        Baseline::Rr => Some(k.rr_quantum_ms),
-        Baseline::Cfs => None,
-    }
-}
-
-/// Quanta thread `t` received in the measured window, counted from below: at least one
-/// per switch out, and at least its CPU time divided by the longest quantum (a thread
-/// alone on its CPU's queue gets quantum after quantum without a switch).
-pub fn quanta_at_least(t: &cachesched_sim::result::ThreadResult, longest_ms: Option<f64>) -> f64 {
-    let by_time = longest_ms.map_or(0.0, |q| (t.counters.cpu_time_ns as f64 / (q * 1e6)).floor());
-    (t.counters.context_switches as f64).max(by_time)
-}
-
 /// The checks of a scenario's measured windows, as a Markdown list, and whether they
 /// passed: every thread of the first variant got at least `min_quanta` quanta; every
 /// policy that reports when its measurements were done (`steady_ms`) was steady before
@@ -530,29 +504,27 @@ pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool)
         .filter(|(j, _)| j.variant == 0)
         .collect();
     if sc.min_quanta > 0 {
-        let longest = longest_quantum_ms(&base[0].0.cfg.kernel);
         let fewest = base
             .iter()
             .flat_map(|(j, r)| {
                 r.threads
                     .iter()
                     .filter(|t| !t.exited)
-                    .map(move |t| (quanta_at_least(t, longest), &t.name, j))
+                    .map(move |t| (t.slices, &t.name, j))
             })
-            .min_by(|a, b| a.0.total_cmp(&b.0));
+            .min_by_key(|a| a.0);
         if let Some((q, name, j)) = fewest {
-            let pass = q >= sc.min_quanta as f64;
+            let pass = q >= sc.min_quanta as u64;
             ok &= pass;
             md += &format!(
                 "- Window length: the fewest quanta any thread of `{}` received in a measured \
-                 window is {q:.0} ({name}, seed {}{}), against at least {} required: {}. \
-                 (Counted from below: switches out, or CPU time / {}.)\n",
+                 window is {q} ({name}, seed {}{}), against at least {} required: {}. \
+                 (Counted by the kernel: slices begun in the window, one per dispatch.)\n",
                 sc.variants[0].label,
                 j.seed,
                 j.llc_kb.map_or(String::new(), |k| format!(", {k} KB")),
                 sc.min_quanta,
-                if pass { "long enough" } else { "**TOO SHORT**" },
-                longest.map_or("-".into(), |q| format!("the longest quantum, {q} ms"))
+                if pass { "long enough" } else { "**TOO SHORT**" }
             );
         }
     }

@@ -419,6 +419,8 @@ impl Simulation {
                     ctr_at_dispatch: Counters::default(),
                     timing: ContextState::default(),
                     base_ctr: Counters::default(),
+                    slices: 0,
+                    base_slices: 0,
                     sharing_group: (g.same_process && g.sharing_groups() > 1)
                         .then_some(sharing_group),
                 });
@@ -706,6 +708,7 @@ impl Simulation {
                 self.base_prefetches = self.k.mem.prefetches;
                 for th in &mut self.k.threads {
                     th.base_ctr = th.ctr;
+                    th.base_slices = th.slices;
                 }
                 for c in 0..self.k.cpus.len() {
                     if let Some(t) = self.k.cpus[c].current {
@@ -783,6 +786,7 @@ impl Simulation {
                     cpu_share: d.cpu_time_ns as f64 / window_ns as f64,
                     exited: t.state == State::Exited,
                     sharing_group: t.sharing_group,
+                    slices: t.slices - t.base_slices,
                     solo_ips: None,
                 }
             })

@@ -23,6 +23,12 @@ pub struct ThreadResult {
     /// Ground-truth sharing group within its process (server workloads), for scoring
     /// clusterings; never shown to policies.
     pub sharing_group: Option<u32>,
+    /// Slices (scheduling quanta) the kernel gave the thread that began in the measured
+    /// window: one per dispatch, including a fresh slice on the same CPU when the
+    /// previous one ran out (a slice already running when the window began is not
+    /// counted).
+    #[serde(default)]
+    pub slices: u64,
     /// The thread's instructions per second of simulated time when its program runs
     /// alone on the same machine (same machine, kernel, window and seed; no other
     /// thread, no policy). Filled in by experiments that report slowdowns, STP, ANTT

@@ -152,3 +152,26 @@ fn affinity_oblivious_keeps_cpu_bound_threads_moving() {
         }
     }
 }
+
+#[test]
+fn slices_counts_every_quantum_given_in_the_window() {
+    // 10 ms quanta, 400 ms measured after 100 ms of warm-up: two hogs sharing CPU 0
+    // get 20 quanta each; a hog alone on CPU 0 gets 40 without one context switch
+    let run = |n: u32| {
+        let mut k = kernel(Baseline::Ts);
+        k.ts_quantum_ms = Some(10.0);
+        let mut c = SimConfig::new("t1-dual", vec![hogs(n)]);
+        c.kernel = k;
+        c.warmup_ms = 100.0;
+        c.duration_ms = 500.0;
+        simulate_with(&c, Box::new(Pin(vec![0]))).unwrap()
+    };
+    let two = run(2);
+    for t in &two.threads {
+        assert!((19..=21).contains(&t.slices), "shared: {} slices", t.slices);
+    }
+    let one = run(1);
+    let t = &one.threads[0];
+    assert_eq!(t.counters.context_switches, 0);
+    assert!((39..=41).contains(&t.slices), "alone: {} slices", t.slices);
+}

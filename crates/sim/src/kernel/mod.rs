@@ -69,6 +69,11 @@ pub(crate) struct Thread {
     /// Core-timing state: phase, pending access, misses and stores in flight.
     pub(crate) timing: ContextState,
     pub(crate) base_ctr: Counters,
+    /// Slices (quanta) the thread was given: one per dispatch, including a fresh slice
+    /// on the same CPU when its previous one ran out.
+    pub(crate) slices: u64,
+    /// `slices` when the measured window began.
+    pub(crate) base_slices: u64,
     /// Ground truth for scoring clusterings: the sharing group within the process.
     pub(crate) sharing_group: Option<u32>,
 }
@@ -417,6 +422,7 @@ impl Kernel {
             self.stats.migrations += 1;
         }
         th.last_cpu = Some(c);
+        th.slices += 1;
         th.state = State::Running(c);
         th.dispatched_at = start;
         th.ctr_at_dispatch = th.ctr;
