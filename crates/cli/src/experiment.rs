@@ -355,6 +355,15 @@ struct Row<'a> {
     result: &'a RunResult,
 }
 
+/// One run of `results.json`, read back.
+#[derive(Deserialize)]
+struct OwnedRow {
+    variant: String,
+    llc_kb: Option<u64>,
+    seed: u64,
+    result: RunResult,
+}
+
 impl Scenario {
     /// Checks the scenario's own fields.
     pub fn validate(&self) -> Result<()> {
@@ -700,6 +709,65 @@ pub fn run_scenario(
     }
     write_outputs(sc, &jobs_list, &runs, out)?;
     Ok(Some((jobs_list, runs)))
+}
+
+/// The jobs of `sc` with the results a previous run of the same scenario left in
+/// `out` (`results.json`), without running anything, and the outputs rewritten from
+/// them (report, CSV, plots: for changes of the reports). Refuses when `out` holds no
+/// results, or results of a scenario that differs from `sc` in any resolved field
+/// (file edited, overrides changed, `--quick` or not).
+pub fn load_results(sc: &Scenario, out: &std::path::Path) -> Result<(Vec<Job>, Vec<RunResult>)> {
+    let resolved = out.join("scenario.resolved.toml");
+    let saved = std::fs::read_to_string(&resolved).with_context(|| {
+        format!(
+            "no results to rebuild from in '{}' (cannot read '{}'): run without --from-results first",
+            out.display(),
+            resolved.display()
+        )
+    })?;
+    if saved != toml::to_string(sc)? {
+        bail!(
+            "the results in '{}' were made from a different scenario than '{}' resolves to now \
+             (the file or the command-line overrides changed since, or --quick differs; compare \
+             with '{}'): rerun it without --from-results",
+            out.display(),
+            sc.name,
+            resolved.display()
+        );
+    }
+    let path = out.join("results.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read '{}'", path.display()))?;
+    let rows: Vec<OwnedRow> = serde_json::from_str(&text)
+        .with_context(|| format!("'{}' is not a results file of this version", path.display()))?;
+    let jobs = sc.jobs()?;
+    if rows.len() != jobs.len() {
+        bail!(
+            "'{}' has {} runs where the scenario has {}: rerun it without --from-results",
+            path.display(),
+            rows.len(),
+            jobs.len()
+        );
+    }
+    let mut runs = Vec::with_capacity(rows.len());
+    for (j, row) in jobs.iter().zip(rows) {
+        if row.variant != sc.variants[j.variant].label
+            || row.llc_kb != j.llc_kb
+            || row.seed != j.seed
+        {
+            bail!(
+                "'{}' does not list its runs in the scenario's order (found {} / {:?} KiB / seed \
+                 {}): rerun it without --from-results",
+                path.display(),
+                row.variant,
+                row.llc_kb,
+                row.seed
+            );
+        }
+        runs.push(row.result);
+    }
+    write_outputs(sc, &jobs, &runs, out)?;
+    Ok((jobs, runs))
 }
 
 /// Gives every thread of `runs` (the results of `cfgs`) its solo reference: cached

@@ -68,6 +68,11 @@ pub struct PaperArgs {
     /// `<!-- reproduce PAPER/NAME: end -->` (checked before anything runs).
     #[arg(long, value_name = "DIR")]
     docs: Option<PathBuf>,
+    /// Run nothing: rebuild every report (and with --docs the documents) from the
+    /// results a previous run of the same scenario files, with the same options, left
+    /// in --out. Refuses when a file or an option differs from that run.
+    #[arg(long)]
+    from_results: bool,
 }
 
 /// The paper's numbers (§5.3): ranges over the five cache sizes.
@@ -332,8 +337,13 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
         let mut sections = Vec::new();
         for (stem, sc) in scs {
             let out = dir.join(stem);
-            let Some((jobs, runs)) = run_scenario(sc, &out, a.jobs)? else {
-                return Ok(130);
+            let (jobs, runs) = if a.from_results {
+                crate::experiment::load_results(sc, &out)?
+            } else {
+                let Some(r) = run_scenario(sc, &out, a.jobs)? else {
+                    return Ok(130);
+                };
+                r
             };
             let (checks_md, ok) = checks(sc, &jobs, &runs);
             all_ok &= ok;
@@ -526,7 +536,111 @@ fn casc_analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> Result<Stri
         }
     }
     md.push('\n');
+    md += &casc_programs(sc, jobs, runs, &sizes);
     Ok(md)
+}
+
+/// Where CASC put each program, per L2 size and CASC variant: the program's mean CPU
+/// share under the baseline and under CASC (over its threads and the seeds), the range
+/// of the PCMRs CASC estimated for its threads, the range of the CPUs' final MAX_PCMRs,
+/// and in how many runs some CPU ended with a MAX_PCMR below some thread's PCMR (CASC
+/// kept a thread off a CPU).
+fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64]) -> String {
+    let mut programs: Vec<String> = Vec::new();
+    for g in &sc.threads {
+        if !programs.contains(&g.name()) {
+            programs.push(g.name());
+        }
+    }
+    let base = &sc.variants[0].label;
+    let share = |vi: usize, kb: u64, p: &str| -> Option<f64> {
+        let per_run: Vec<f64> = jobs
+            .iter()
+            .zip(runs)
+            .filter(|(j, _)| j.variant == vi && j.llc_kb == Some(kb))
+            .filter_map(|(_, r)| {
+                let s: Vec<f64> = r
+                    .threads
+                    .iter()
+                    .filter(|t| t.name == p)
+                    .map(|t| t.cpu_share)
+                    .collect();
+                (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
+            })
+            .collect();
+        (!per_run.is_empty()).then(|| per_run.iter().sum::<f64>() / per_run.len() as f64)
+    };
+    let range = |xs: &[f64]| match (
+        xs.iter().copied().reduce(f64::min),
+        xs.iter().copied().reduce(f64::max),
+    ) {
+        (Some(a), Some(b)) => format!("{a:.1}–{b:.1}"),
+        _ => "-".into(),
+    };
+    let mut md = format!(
+        "Where CASC put each program: its mean CPU share (over its threads and the seeds) under \
+         `{base}` → under CASC, and the range of the PCMRs CASC estimated for its threads \
+         (`pcmr.N` in `results.json`); the range of the CPUs' final MAX_PCMRs, and the runs in \
+         which some CPU ended with a MAX_PCMR below some thread's PCMR (a thread kept off a CPU).\n\n\
+         | L2 | variant |{} MAX_PCMR | runs restricting |\n|---|---|{}---|---|\n",
+        programs.iter().map(|p| format!(" {p}: share, PCMR |")).collect::<String>(),
+        "---|".repeat(programs.len())
+    );
+    for (vi, v) in sc.variants.iter().enumerate() {
+        if !v.policies.iter().any(|p| matches!(p, PolicySpec::Casc(_))) {
+            continue;
+        }
+        for &kb in sizes {
+            let these: Vec<&RunResult> = jobs
+                .iter()
+                .zip(runs)
+                .filter(|(j, _)| j.variant == vi && j.llc_kb == Some(kb))
+                .map(|(_, r)| r)
+                .collect();
+            let mut row = format!("| {kb} KB | {} |", v.label);
+            for p in &programs {
+                let pcmrs: Vec<f64> = these
+                    .iter()
+                    .flat_map(|r| {
+                        r.threads
+                            .iter()
+                            .filter(|t| &t.name == p)
+                            .filter_map(|t| r.policy_stats.get(&format!("pcmr.{}", t.id)).copied())
+                    })
+                    .collect();
+                let sh = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+                row += &format!(
+                    " {} → {}, {} |",
+                    sh(share(0, kb, p)),
+                    sh(share(vi, kb, p)),
+                    range(&pcmrs)
+                );
+            }
+            let mut caps = Vec::new();
+            let mut restricting = 0;
+            for r in &these {
+                let mine: Vec<f64> = r
+                    .policy_stats
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("max_pcmr."))
+                    .map(|(_, &x)| x)
+                    .collect();
+                let top = r
+                    .policy_stats
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("pcmr."))
+                    .map(|(_, &x)| x)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                if mine.iter().any(|&c| c <= top) {
+                    restricting += 1;
+                }
+                caps.extend(mine);
+            }
+            row += &format!(" {} | {}/{} |\n", range(&caps), restricting, these.len());
+            md += &row;
+        }
+    }
+    md + "\n"
 }
 
 /// Writes a reproduction's report to `path` and prints it.

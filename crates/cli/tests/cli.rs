@@ -440,6 +440,49 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
     let results = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     assert!(!results.contains("NaN"), "{results}");
     assert!(std::fs::read_dir(d.join("solo")).unwrap().count() >= 6);
+    assert!(table.contains("| runs restricting |"), "{table}");
+    // the reports rebuild from the saved results without a run, byte for byte; a
+    // changed scenario is refused
+    let args = |seeds: &'static str| {
+        vec![
+            "reproduce".to_string(),
+            "casc".into(),
+            "--experiments".into(),
+            ex.clone(),
+            "--out".into(),
+            o.into(),
+            "--only".into(),
+            "fig5-7".into(),
+            "--seeds".into(),
+            seeds.into(),
+            "--l2-kb".into(),
+            "384,768".into(),
+            "--warmup-ms".into(),
+            "100".into(),
+            "--duration-ms".into(),
+            "200".into(),
+            "--from-results".into(),
+        ]
+    };
+    let json = std::fs::read(dir.join("results.json")).unwrap();
+    let again = bin().args(args("1,2")).output().unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&again.stdout).contains("runs on"));
+    assert_eq!(
+        std::fs::read_to_string(d.join("casc/paper-vs-measured.md")).unwrap(),
+        table
+    );
+    assert_eq!(std::fs::read(dir.join("results.json")).unwrap(), json);
+    let other = bin().args(args("1,3")).output().unwrap();
+    let e = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        !other.status.success() && e.contains("different scenario"),
+        "{e}"
+    );
     // bad input is named
     let e = run_err(&[
         "reproduce",
