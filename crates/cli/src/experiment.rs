@@ -697,10 +697,48 @@ pub fn run_scenario(
             sc.variants[j.variant].label, j.seed, j.llc_kb
         )
     };
-    let Some(mut runs) = run_configs(&cfgs, &label, workers)? else {
-        eprintln!("interrupted; nothing written");
-        return Ok(None);
+    // runs this executable already made (an interrupted batch, a shared baseline)
+    let keys = cfgs
+        .iter()
+        .map(|c| crate::run_cache::key(c))
+        .collect::<Result<Vec<u64>>>()?;
+    let mut found: Vec<Option<RunResult>> = keys
+        .iter()
+        .map(|&k| crate::run_cache::load(k))
+        .collect::<Result<_>>()?;
+    let missing: Vec<usize> = (0..cfgs.len()).filter(|&i| found[i].is_none()).collect();
+    if missing.len() < cfgs.len() {
+        println!(
+            "{} of {} runs read from the run cache ({}), {} to run",
+            cfgs.len() - missing.len(),
+            cfgs.len(),
+            crate::run_cache::cache_dir()?.display(),
+            missing.len()
+        );
+    }
+    let to_run: Vec<&SimConfig> = missing.iter().map(|&i| cfgs[i]).collect();
+    let warned = std::sync::Once::new();
+    let keep = |m: usize, r: &RunResult| {
+        if let Err(e) = crate::run_cache::store(keys[missing[m]], r) {
+            warned.call_once(|| eprintln!("warning: runs are not kept in the run cache: {e:#}"));
+        }
     };
+    let ran = if to_run.is_empty() {
+        Vec::new()
+    } else {
+        let Some(ran) = run_configs(&to_run, &|m| label(missing[m]), workers, &keep)? else {
+            eprintln!("interrupted; nothing written (finished runs are kept in the run cache)");
+            return Ok(None);
+        };
+        ran
+    };
+    for (m, r) in missing.iter().zip(ran) {
+        found[*m] = Some(r);
+    }
+    let mut runs: Vec<RunResult> = found
+        .into_iter()
+        .map(|r| r.expect("every run found or made"))
+        .collect();
     if wants_solo {
         let Some(()) = attach_solo_runs(&cfgs, &mut runs, workers)? else {
             eprintln!("interrupted; nothing written");
@@ -798,7 +836,9 @@ fn attach_solo_runs(
             let c = solo_cfgs[i];
             format!("solo run of '{}' seed {}", c.threads[0].name(), c.seed)
         };
-        let Some(solo_runs) = run_configs(&solo_cfgs, &label, workers.min(missing.len()))? else {
+        let Some(solo_runs) =
+            run_configs(&solo_cfgs, &label, workers.min(missing.len()), &|_, _| {})?
+        else {
             return Ok(None);
         };
         for ((k, c), r) in missing.iter().zip(&solo_runs) {
@@ -812,11 +852,13 @@ fn attach_solo_runs(
 }
 
 /// Runs `cfgs` on `workers` threads with a progress bar; `label(i)` names run `i` in
-/// errors. `None` if interrupted.
+/// errors, and `on_done(i, result)` is called as soon as run `i` has finished (not for
+/// a run cut short by Ctrl-C). `None` if interrupted.
 fn run_configs(
     cfgs: &[&SimConfig],
     label: &(dyn Fn(usize) -> String + Sync),
     workers: usize,
+    on_done: &(dyn Fn(usize, &RunResult) + Sync),
 ) -> Result<Option<Vec<RunResult>>> {
     let stop = interrupt_flag();
     let progress = Progress::new(cfgs.len());
@@ -843,6 +885,11 @@ fn run_configs(
                     })
                 });
                 progress.advance(100 - done.min(100), true);
+                if let Ok(r) = &res {
+                    if !stop.load(Ordering::SeqCst) {
+                        on_done(i, r);
+                    }
+                }
                 results.lock().expect("no panics while holding the lock")[i] = Some(res);
             });
         }

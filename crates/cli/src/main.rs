@@ -10,6 +10,7 @@ mod paper;
 mod real;
 mod replay_cmd;
 mod reproduce;
+mod run_cache;
 mod run_cmd;
 mod sensitivity;
 mod simulate_cmd;

@@ -3,8 +3,17 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The binary, with a run cache of its own (empty) for every command, so that no
+/// test reads runs another test or an earlier `cargo test` made.
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cachesched"))
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let runs =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("runs-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&runs);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cachesched"));
+    c.env("CACHESCHED_RUNS", runs);
+    c
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -401,6 +410,7 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
             "200",
         ])
         .env("CACHESCHED_SOLO", d.join("solo"))
+        .env("CACHESCHED_RUNS", d.join("runs"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -465,6 +475,21 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
         ]
     };
     let json = std::fs::read(dir.join("results.json")).unwrap();
+    // run again with the same executable: every run comes from the run cache, the same
+    // bytes result
+    let cached = bin()
+        .args(&args("1,2")[..16])
+        .env("CACHESCHED_SOLO", d.join("solo"))
+        .env("CACHESCHED_RUNS", d.join("runs"))
+        .output()
+        .unwrap();
+    assert!(cached.status.success());
+    let said = String::from_utf8_lossy(&cached.stdout);
+    assert!(
+        said.contains("8 of 8 runs read from the run cache"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(dir.join("results.json")).unwrap(), json);
     let again = bin().args(args("1,2")).output().unwrap();
     assert!(
         again.status.success(),
