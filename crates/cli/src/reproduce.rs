@@ -543,8 +543,8 @@ fn casc_analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> Result<Stri
 /// Where CASC put each program, per L2 size and CASC variant: the program's mean CPU
 /// share under the baseline and under CASC (over its threads and the seeds), the range
 /// of the PCMRs CASC estimated for its threads, the range of the CPUs' final MAX_PCMRs,
-/// and in how many runs some CPU ended with a MAX_PCMR below some thread's PCMR (CASC
-/// kept a thread off a CPU).
+/// and in how many runs some CPU ended with a MAX_PCMR at or below some thread's PCMR
+/// (CASC kept a thread off a CPU).
 fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64]) -> String {
     let mut programs: Vec<String> = Vec::new();
     for g in &sc.threads {
@@ -577,11 +577,13 @@ fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64])
         (Some(a), Some(b)) => format!("{a:.1}–{b:.1}"),
         _ => "-".into(),
     };
-    let mut md = format!(
+    let mut md =
+        format!(
         "Where CASC put each program: its mean CPU share (over its threads and the seeds) under \
          `{base}` → under CASC, and the range of the PCMRs CASC estimated for its threads \
          (`pcmr.N` in `results.json`); the range of the CPUs' final MAX_PCMRs, and the runs in \
-         which some CPU ended with a MAX_PCMR below some thread's PCMR (a thread kept off a CPU).\n\n\
+         which some CPU ended with a MAX_PCMR at or below some thread's PCMR (a thread runs \
+         only where its PCMR is below the cap: one was kept off a CPU).\n\n\
          | L2 | variant |{} MAX_PCMR | runs restricting |\n|---|---|{}---|---|\n",
         programs.iter().map(|p| format!(" {p}: share, PCMR |")).collect::<String>(),
         "---|".repeat(programs.len())
