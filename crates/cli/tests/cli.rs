@@ -496,7 +496,7 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
         "{}",
         String::from_utf8_lossy(&again.stderr)
     );
-    assert!(!String::from_utf8_lossy(&again.stdout).contains("runs on"));
+    assert!(!String::from_utf8_lossy(&again.stdout).contains(" worker(s) -> "));
     assert_eq!(
         std::fs::read_to_string(d.join("casc/paper-vs-measured.md")).unwrap(),
         table
