@@ -483,8 +483,12 @@ impl Scenario {
                         sample_ms: self.sample_ms,
                         seed,
                     };
-                    // fail before running anything if a run is misconfigured
-                    Simulation::new(&cfg, None)?;
+                    // fail before running anything if a run is misconfigured: once per
+                    // size and variant (the seeds change nothing a check looks at, and
+                    // building a run reads every trace its threads replay)
+                    if seed == self.seeds[0] {
+                        Simulation::new(&cfg, None)?;
+                    }
                     jobs.push(Job {
                         variant: vi,
                         llc_kb: llc,
@@ -651,21 +655,21 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-    match run_scenario(&sc, &out, a.jobs)? {
+    match run_scenario(&sc, sc.jobs()?, &out, a.jobs)? {
         Some(_) => Ok(0),
         None => Ok(130),
     }
 }
 
-/// Runs every job of `sc` on `jobs` workers (default: all CPUs) with a progress bar,
-/// writes the outputs to `out` and returns the jobs with their results; `None` if
-/// interrupted (nothing written).
+/// Runs `jobs_list` (the jobs of `sc`, [`Scenario::jobs`]) on `jobs` workers (default:
+/// all CPUs) with a progress bar, writes the outputs to `out` and returns the jobs with
+/// their results; `None` if interrupted (nothing written).
 pub fn run_scenario(
     sc: &Scenario,
+    jobs_list: Vec<Job>,
     out: &std::path::Path,
     jobs: Option<usize>,
 ) -> Result<Option<(Vec<Job>, Vec<RunResult>)>> {
-    let jobs_list = sc.jobs()?;
     let workers = jobs
         .unwrap_or_else(|| {
             std::thread::available_parallelism()
@@ -685,10 +689,6 @@ pub fn run_scenario(
         .metrics
         .iter()
         .any(|m| SOLO_METRICS.contains(&m.as_str()));
-    if wants_solo {
-        // the solo cache's key includes this binary: hash it before hours of runs
-        crate::solo::exe_hash()?;
-    }
     let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
     let label = |i: usize| {
         let j = &jobs_list[i];
@@ -700,7 +700,7 @@ pub fn run_scenario(
     // runs this executable already made (an interrupted batch, a shared baseline)
     let keys = cfgs
         .iter()
-        .map(|c| crate::run_cache::key(c))
+        .map(|c| crate::cache::config_key(c))
         .collect::<Result<Vec<u64>>>()?;
     let mut found: Vec<Option<RunResult>> = keys
         .iter()
@@ -749,12 +749,16 @@ pub fn run_scenario(
     Ok(Some((jobs_list, runs)))
 }
 
-/// The jobs of `sc` with the results a previous run of the same scenario left in
-/// `out` (`results.json`), without running anything, and the outputs rewritten from
-/// them (report, CSV, plots: for changes of the reports). Refuses when `out` holds no
-/// results, or results of a scenario that differs from `sc` in any resolved field
-/// (file edited, overrides changed, `--quick` or not).
-pub fn load_results(sc: &Scenario, out: &std::path::Path) -> Result<(Vec<Job>, Vec<RunResult>)> {
+/// The jobs of `sc` ([`Scenario::jobs`]) with the results a previous run of the same
+/// scenario left in `out` (`results.json`), without running anything, and the outputs
+/// rewritten from them (report, CSV, plots: for changes of the reports). Refuses when
+/// `out` holds no results, or results of a scenario that differs from `sc` in any
+/// resolved field (file edited, overrides changed, `--quick` or not).
+pub fn load_results(
+    sc: &Scenario,
+    jobs: Vec<Job>,
+    out: &std::path::Path,
+) -> Result<(Vec<Job>, Vec<RunResult>)> {
     let resolved = out.join("scenario.resolved.toml");
     let saved = std::fs::read_to_string(&resolved).with_context(|| {
         format!(
@@ -778,7 +782,6 @@ pub fn load_results(sc: &Scenario, out: &std::path::Path) -> Result<(Vec<Job>, V
         .with_context(|| format!("cannot read '{}'", path.display()))?;
     let rows: Vec<OwnedRow> = serde_json::from_str(&text)
         .with_context(|| format!("'{}' is not a results file of this version", path.display()))?;
-    let jobs = sc.jobs()?;
     if rows.len() != jobs.len() {
         bail!(
             "'{}' has {} runs where the scenario has {}: rerun it without --from-results",

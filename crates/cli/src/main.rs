@@ -3,6 +3,7 @@
 mod bench_cmd;
 mod bench_daemon;
 mod burn_cmd;
+mod cache;
 mod experiment;
 mod info_cmd;
 mod mrc_cmd;

@@ -227,22 +227,7 @@ pub fn program(name: &str) -> Result<&'static Program> {
 
 /// The trace cache directory.
 pub fn cache_dir() -> Result<PathBuf> {
-    user_cache_dir("CACHESCHED_TRACES", "traces")
-}
-
-/// A cache directory of cachesched: `$VAR` if set, else `cachesched/SUB` under
-/// `$XDG_CACHE_HOME` or `~/.cache`.
-pub fn user_cache_dir(var: &str, sub: &str) -> Result<PathBuf> {
-    if let Some(d) = std::env::var_os(var).filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d).join("cachesched").join(sub));
-    }
-    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(h) => Ok(PathBuf::from(h).join(".cache/cachesched").join(sub)),
-        None => bail!("no cache directory for {sub}: set {var} (or HOME)"),
-    }
+    crate::cache::user_cache_dir("CACHESCHED_TRACES", "traces")
 }
 
 impl Program {

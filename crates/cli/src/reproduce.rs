@@ -292,9 +292,10 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             }
             sc.validate()
                 .with_context(|| format!("in scenario file '{}'", f.display()))?;
-            sc.jobs()
+            let jobs = sc
+                .jobs()
                 .with_context(|| format!("in scenario file '{}'", f.display()))?;
-            scs.push((stem.to_string(), sc));
+            scs.push((stem.to_string(), sc, jobs));
         }
         if scs.is_empty() {
             bail!(
@@ -315,7 +316,7 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             let doc = docs.join(format!("{paper}.md"));
             let text = std::fs::read_to_string(&doc)
                 .with_context(|| format!("cannot read '{}' (--docs)", doc.display()))?;
-            for (stem, _) in scs {
+            for (stem, _, _) in scs {
                 block(&text, paper, stem).with_context(|| format!("in '{}'", doc.display()))?;
             }
         }
@@ -327,7 +328,8 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
         )
     };
     let mut all_ok = true;
-    for (paper, scs) in &plan {
+    for (paper, scs) in plan {
+        let paper = &paper;
         let dir = a.out.join(paper);
         let mut md = format!(
             "# {paper}: paper against measured\n\nOne section per scenario file of \
@@ -335,12 +337,13 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
              plots) in its own directory.\n\n"
         );
         let mut sections = Vec::new();
-        for (stem, sc) in scs {
+        for (stem, sc, planned) in scs {
+            let (stem, sc) = (&stem, &sc);
             let out = dir.join(stem);
             let (jobs, runs) = if a.from_results {
-                crate::experiment::load_results(sc, &out)?
+                crate::experiment::load_results(sc, planned, &out)?
             } else {
-                let Some(r) = run_scenario(sc, &out, a.jobs)? else {
+                let Some(r) = run_scenario(sc, planned, &out, a.jobs)? else {
                     return Ok(130);
                 };
                 r
@@ -369,7 +372,7 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
                 sec += &casc_analysis(sc, &jobs, &runs)?;
             }
             md += &sec;
-            sections.push((stem, sec));
+            sections.push((stem.clone(), sec));
         }
         write_report(&dir.join("paper-vs-measured.md"), &md)?;
         if let Some(docs) = &a.docs {

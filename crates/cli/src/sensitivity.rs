@@ -256,7 +256,7 @@ pub fn run(a: SensitivityArgs) -> Result<i32> {
         &["l2_miss_ratio", "ips"],
     );
     sc.validate()?;
-    let Some((jobs, runs)) = run_scenario(&sc, &a.out, a.jobs)? else {
+    let Some((jobs, runs)) = run_scenario(&sc, sc.jobs()?, &a.out, a.jobs)? else {
         return Ok(130);
     };
     // per case and seed: the change, CASC against TS on the same workload and seed

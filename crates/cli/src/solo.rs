@@ -12,11 +12,9 @@
 //! this executable, so a rebuilt simulator never reuses a stale reference.
 
 use anyhow::{Context, Result};
-use cachesched_core::hash::{fnv1a, fnv1a_from};
 use cachesched_sim::{RunResult, SimConfig, ThreadGroup};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 /// The configuration of the solo run of `group` under `cfg`: that group's program as one
 /// thread starting at 0 (keeping its binding), alone, with no policy and no partition.
@@ -45,35 +43,7 @@ pub fn group_of_threads(cfg: &SimConfig) -> Vec<usize> {
 
 /// The solo cache directory.
 pub fn cache_dir() -> Result<PathBuf> {
-    crate::real::user_cache_dir("CACHESCHED_SOLO", "solo")
-}
-
-/// A hash of this executable's bytes, computed once (a rebuilt simulator gets new keys).
-///
-/// Taken once, before any run (see [`crate::experiment::run_scenario`]), and read
-/// through `/proc/self/exe` where it exists, which still reads the running binary after
-/// a rebuild has replaced the file: a long batch must not fail at its end because the
-/// binary on disk changed meanwhile.
-pub fn exe_hash() -> Result<u64> {
-    static HASH: OnceLock<u64> = OnceLock::new();
-    if let Some(&h) = HASH.get() {
-        return Ok(h);
-    }
-    let bytes = match std::fs::read("/proc/self/exe") {
-        Ok(b) => b,
-        Err(_) => {
-            let exe = std::env::current_exe().context("cannot locate this executable")?;
-            std::fs::read(&exe)
-                .with_context(|| format!("cannot read this executable '{}'", exe.display()))?
-        }
-    };
-    Ok(*HASH.get_or_init(|| fnv1a(&bytes)))
-}
-
-/// The cache key of a solo configuration: its JSON and the executable.
-pub fn key(solo: &SimConfig) -> Result<u64> {
-    let json = serde_json::to_string(solo)?;
-    Ok(fnv1a_from(exe_hash()?, json.as_bytes()))
+    crate::cache::user_cache_dir("CACHESCHED_SOLO", "solo")
 }
 
 /// One cached reference, as stored.
@@ -98,7 +68,7 @@ pub fn plan(cfgs: &[&SimConfig]) -> Result<Plan> {
         let mut ks = Vec::new();
         for g in &cfg.threads {
             let solo = solo_config(cfg, g);
-            let k = key(&solo)?;
+            let k = crate::cache::config_key(&solo)?;
             distinct.entry(k).or_insert(solo);
             ks.push(k);
         }
@@ -113,7 +83,7 @@ pub fn cached(keys: impl Iterator<Item = u64>) -> Result<BTreeMap<u64, f64>> {
     let dir = cache_dir()?;
     let mut found = BTreeMap::new();
     for k in keys {
-        let path = dir.join(format!("{k:016x}.json"));
+        let path = crate::cache::entry_path(&dir, k);
         if let Ok(text) = std::fs::read_to_string(&path) {
             if let Ok(e) = serde_json::from_str::<Entry>(&text) {
                 found.insert(k, e.ips);
@@ -128,19 +98,16 @@ pub fn cached(keys: impl Iterator<Item = u64>) -> Result<BTreeMap<u64, f64>> {
 pub fn store(k: u64, config: &SimConfig, r: &RunResult) -> Result<f64> {
     let t = r.threads.first().context("a solo run without its thread")?;
     let ips = r.thread_ips(t);
-    let dir = cache_dir()?;
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create the solo cache '{}'", dir.display()))?;
     let e = Entry {
         ips,
         config: config.clone(),
     };
-    // written whole, then renamed: a reader never sees half an entry
-    let path = dir.join(format!("{k:016x}.json"));
-    let tmp = dir.join(format!("{k:016x}.json.{}", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_string_pretty(&e)? + "\n")
-        .with_context(|| format!("cannot write '{}'", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write '{}'", path.display()))?;
+    crate::cache::store_entry(
+        &cache_dir()?,
+        "solo cache",
+        k,
+        &(serde_json::to_string_pretty(&e)? + "\n"),
+    )?;
     Ok(ips)
 }
 
