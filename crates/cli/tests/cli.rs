@@ -390,25 +390,31 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
     let d = tmp("casc");
     let o = d.to_str().unwrap();
     let ex = experiments();
+    // the arguments of the run; with `--from-results` appended (the 17th) they rebuild
+    // its reports
+    let args = |seeds: &'static str| {
+        vec![
+            "reproduce".to_string(),
+            "casc".into(),
+            "--experiments".into(),
+            ex.clone(),
+            "--out".into(),
+            o.into(),
+            "--only".into(),
+            "fig5-7".into(),
+            "--seeds".into(),
+            seeds.into(),
+            "--l2-kb".into(),
+            "384,768".into(),
+            "--warmup-ms".into(),
+            "100".into(),
+            "--duration-ms".into(),
+            "200".into(),
+            "--from-results".into(),
+        ]
+    };
     let out = bin()
-        .args([
-            "reproduce",
-            "casc",
-            "--experiments",
-            &ex,
-            "--out",
-            o,
-            "--only",
-            "fig5-7",
-            "--seeds",
-            "1,2",
-            "--l2-kb",
-            "384,768",
-            "--warmup-ms",
-            "100",
-            "--duration-ms",
-            "200",
-        ])
+        .args(&args("1,2")[..16])
         .env("CACHESCHED_SOLO", d.join("solo"))
         .env("CACHESCHED_RUNS", d.join("runs"))
         .output()
@@ -452,28 +458,7 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
     assert!(std::fs::read_dir(d.join("solo")).unwrap().count() >= 6);
     assert!(table.contains("| runs restricting |"), "{table}");
     // the reports rebuild from the saved results without a run, byte for byte; a
-    // changed scenario is refused
-    let args = |seeds: &'static str| {
-        vec![
-            "reproduce".to_string(),
-            "casc".into(),
-            "--experiments".into(),
-            ex.clone(),
-            "--out".into(),
-            o.into(),
-            "--only".into(),
-            "fig5-7".into(),
-            "--seeds".into(),
-            seeds.into(),
-            "--l2-kb".into(),
-            "384,768".into(),
-            "--warmup-ms".into(),
-            "100".into(),
-            "--duration-ms".into(),
-            "200".into(),
-            "--from-results".into(),
-        ]
-    };
+    // changed scenario is refused (the runs' arguments, with --from-results)
     let json = std::fs::read(dir.join("results.json")).unwrap();
     // run again with the same executable: every run comes from the run cache, the same
     // bytes result

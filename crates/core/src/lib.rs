@@ -17,7 +17,8 @@ pub mod types;
 pub use counters::{CounterKind, Counters};
 pub use cpumask::Cpumask;
 pub use policy::{
-    AddressSample, CoRunMember, CoRunSegment, Ctx, Directive, Policy, ThreadInfo, ThreadView,
+    AddressSample, CoRunMember, CoRunSegment, Ctx, Directive, Policy, ThreadClass, ThreadInfo,
+    ThreadView,
 };
 pub use rng::SimRng;
 pub use topology::{CacheKind, CacheLevel, CacheScope, CpuInfo, Topology, TopologyError};

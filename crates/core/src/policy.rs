@@ -64,6 +64,40 @@ use crate::topology::Topology;
 use crate::types::{Addr, CpuId, Nanos, ThreadId};
 use serde::{Deserialize, Serialize};
 
+/// A class a user assigns to a thread the way a priority is assigned (per thread group
+/// in a scenario; on Linux by process, command-name pattern or cgroup), for policies
+/// that treat classes differently. A thread of no class keeps the kernel's default
+/// treatment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadClass {
+    /// The cache-fair scheduler's protected class: the thread should progress as if the
+    /// shared cache were divided equally (paper 2).
+    CacheFair,
+    /// The class whose CPU time the cache-fair scheduler uses to compensate the
+    /// cache-fair class (paper 2).
+    BestEffort,
+}
+
+impl ThreadClass {
+    /// Parses `cache-fair` or `best-effort`.
+    pub fn parse(s: &str) -> Option<ThreadClass> {
+        match s {
+            "cache-fair" => Some(ThreadClass::CacheFair),
+            "best-effort" => Some(ThreadClass::BestEffort),
+            _ => None,
+        }
+    }
+
+    /// The name [`ThreadClass::parse`] accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadClass::CacheFair => "cache-fair",
+            ThreadClass::BestEffort => "best-effort",
+        }
+    }
+}
+
 /// What a kernel tells a policy about one of its threads when it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadInfo {
@@ -71,6 +105,9 @@ pub struct ThreadInfo {
     pub name: String,
     /// Process (address space) the thread belongs to.
     pub process: u32,
+    /// The class its user assigned (`None`: no class).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<ThreadClass>,
 }
 
 /// A snapshot of one live thread.

@@ -1137,6 +1137,7 @@ impl Daemon {
             info: ThreadInfo {
                 name: stat.comm.clone(),
                 process: pid as u32,
+                class: None,
             },
             stat,
             stat_file,

@@ -4,6 +4,7 @@
 //! runs in the simulator and in the Linux daemon.
 
 pub mod affinity;
+pub mod cachefair;
 pub mod casc;
 pub mod chain;
 pub mod demo;
@@ -11,6 +12,7 @@ pub mod registry;
 pub mod timeslice;
 
 pub use affinity::{Affinity, AffinityConfig};
+pub use cachefair::{CacheFair, CacheFairConfig};
 pub use casc::{Casc, CascConfig};
 pub use chain::Chain;
 pub use demo::Demo;

@@ -2,6 +2,7 @@
 //! scenario files, and `name:key=value,…` is its command-line form.
 
 use crate::affinity::{Affinity, AffinityConfig};
+use crate::cachefair::{CacheFair, CacheFairConfig};
 use crate::casc::{Casc, CascConfig};
 use crate::demo::{Demo, DemoConfig};
 use crate::timeslice::{Timeslice, TimesliceConfig};
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Names accepted by [`PolicySpec::parse`].
-pub const POLICY_NAMES: &[&str] = &["affinity", "casc", "demo", "timeslice"];
+pub const POLICY_NAMES: &[&str] = &["affinity", "cachefair", "casc", "demo", "timeslice"];
 
 /// A policy and its configuration, e.g. `{ name = "demo", slice_ms = 10 }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -18,6 +19,9 @@ pub const POLICY_NAMES: &[&str] = &["affinity", "casc", "demo", "timeslice"];
 pub enum PolicySpec {
     /// Cache affinity: home LLC domains or cores ([`Affinity`]).
     Affinity(AffinityConfig),
+    /// The cache-fair scheduler: CPU time compensating unequal cache sharing
+    /// ([`CacheFair`]).
+    Cachefair(CacheFairConfig),
     /// CASC co-scheduling by partial-cache miss rates ([`Casc`]).
     Casc(CascConfig),
     /// The demonstration policy ([`Demo`]).
@@ -84,6 +88,7 @@ impl PolicySpec {
     pub fn validate(&self) -> Result<(), PolicyError> {
         let r = match self {
             PolicySpec::Affinity(c) => c.validate(),
+            PolicySpec::Cachefair(c) => c.validate(),
             PolicySpec::Casc(c) => c.validate(),
             PolicySpec::Timeslice(c) => c.validate(),
             PolicySpec::Demo(_) => Ok(()),
@@ -98,6 +103,7 @@ impl PolicySpec {
     pub fn name(&self) -> &'static str {
         match self {
             PolicySpec::Affinity(_) => "affinity",
+            PolicySpec::Cachefair(_) => "cachefair",
             PolicySpec::Casc(_) => "casc",
             PolicySpec::Demo(_) => "demo",
             PolicySpec::Timeslice(_) => "timeslice",
@@ -109,6 +115,7 @@ impl PolicySpec {
 pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
     match spec {
         PolicySpec::Affinity(c) => Box::new(Affinity::new(c.clone())),
+        PolicySpec::Cachefair(c) => Box::new(CacheFair::new(c.clone())),
         PolicySpec::Casc(c) => Box::new(Casc::new(c.clone())),
         PolicySpec::Demo(c) => Box::new(Demo::new(c.clone())),
         PolicySpec::Timeslice(c) => Box::new(Timeslice::new(c.clone())),

@@ -3,6 +3,7 @@
 
 use crate::hw::machine::{MachineConfig, MachineError};
 use crate::workload::{profile, LocalityModel, WorkloadError};
+use cachesched_core::ThreadClass;
 use cachesched_policies::PolicySpec;
 use serde::{Deserialize, Serialize};
 
@@ -263,6 +264,10 @@ pub struct ThreadGroup {
     /// Fixed priority under the Solaris FX class, 0–60 (default 0).
     #[serde(default)]
     pub fx_priority: u8,
+    /// The class a policy sees for these threads, assigned like a priority:
+    /// `cache-fair` or `best-effort` for the cache-fair scheduler (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<ThreadClass>,
     /// Bind the group's threads to these CPUs (hard affinity, as `pbind` or
     /// `taskset`; default: all CPUs). A policy's masks are intersected with it.
     #[serde(default)]
@@ -293,6 +298,7 @@ impl ThreadGroup {
             start_ms: 0.0,
             nice: 0,
             fx_priority: 0,
+            class: None,
             cpus: None,
             label: None,
         }

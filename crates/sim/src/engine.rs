@@ -400,6 +400,7 @@ impl Simulation {
                     info: ThreadInfo {
                         name: label.clone(),
                         process: proc_id,
+                        class: g.class,
                     },
                     workload: w,
                     ops: Vec::with_capacity(crate::workload::FETCH_BATCH),

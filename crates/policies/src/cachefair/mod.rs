@@ -1,0 +1,680 @@
+//! The cache-fair scheduler (Fedorova, Seltzer, Smith, "Improving performance
+//! isolation on chip multiprocessors via an operating system scheduler", paper 2 in
+//! `../shared/papers`): give a thread of the *cache-fair* class the CPU time that lets
+//! it progress as fast as it would if the shared cache were divided equally among the
+//! threads running on it, taking the difference from (or giving it to) threads of the
+//! *best-effort* class. Threads of neither class keep the baseline's treatment.
+//!
+//! Each cache-fair thread goes through two phases (§4):
+//!
+//! - **Reconnaissance** ([`model`]). Whenever the thread runs with a set of co-runners
+//!   on its shared cache, the co-run segments the kernel reports are merged while the
+//!   set stays the same (contiguous segments with the same co-runners) and closed into
+//!   a data point when it changes: the thread's misses per cycle, its co-runners'
+//!   summed misses per cycle, its miss-stall and store-buffer-stall cycles per
+//!   instruction. Co-runners are never forced. After `recon_instructions` of the
+//!   thread (the paper: 100 M) and at least `min_points` points (the paper: about ten),
+//!   the fair miss rate comes from Equations 1 and 2 and the stall times are fitted as
+//!   lines of the miss rate; the fallbacks of [`model::FairMethod`] are counted in the
+//!   stats. A thread that gets too few points by `max_recon_factor` times the phase
+//!   length ends it with what it has.
+//! - **Calibration**. Every `calibration_instructions` of the thread (the paper: 10 M)
+//!   its CPI and stalls over the interval give its fair CPI
+//!   (`CPI − stalls + fair stalls`); the thread's *next* quantum is set so that it
+//!   completes the instructions it would complete at its fair CPI in a baseline
+//!   quantum: `Q' = Q · CPI / FairCPI`, bounded by `max_adjust`. The adjustment is
+//!   temporary: it is recomputed at every calibration, and the slice returns to the
+//!   baseline's when a calibration finds no difference. The difference `Q' − Q` is
+//!   offset on one best-effort thread's next quantum — when taking time, the one with
+//!   the least accumulated penalty; when giving, the one with the most — and that
+//!   thread's slice is reset after it has run the adjusted quantum. A best-effort
+//!   thread never loses more than `be_max_penalty` of the CPU time it would have had
+//!   (default 8%, the largest slowdown the paper observed); an adjustment no
+//!   best-effort thread can absorb is cut to what one can, and counted.
+//! - **Repetition**. Reconnaissance is repeated every `repeat_instructions` of the
+//!   thread (the paper: 1 B).
+//!
+//! # The mechanism and the baseline
+//!
+//! The paper runs on Solaris's fixed-priority class, where a thread's quantum *is* its
+//! share: with equal priorities, threads take turns of one quantum each, so a longer
+//! quantum is more CPU time. This module adjusts slices, which is right on such a
+//! baseline (the simulator's `fx`, `ts` or `rr` classes); `quantum_ms` must be the
+//! baseline's quantum for these threads (Solaris FX at priorities 0–9: 200 ms). On a
+//! CFS-like baseline a slice changes only how long a thread runs at a time, not its
+//! share, so there compensation must go through weights; that mechanism is not built
+//! yet, and on such a baseline this policy only shifts when threads run.
+//!
+//! Miss rates are misses of the shared (last-level) cache per cycle, as in the paper;
+//! miss stalls are the cycles stalled on data and instructions served beyond it
+//! (DRAM or another chip).
+
+pub mod model;
+
+use cachesched_core::{
+    CoRunSegment, CounterKind, Counters, Ctx, Nanos, Policy, ThreadClass, ThreadId, ThreadView,
+};
+use model::{FairMethod, FairModel, Point};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Configuration of [`CacheFair`]. Unknown keys are rejected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheFairConfig {
+    /// The baseline's quantum for the managed threads, ms, 1–10,000 (default 200,
+    /// Solaris FX at priorities 0–9): adjustments scale it.
+    pub quantum_ms: f64,
+    /// Length of a reconnaissance phase in the thread's instructions, at least 1,000
+    /// (default 100,000,000, the paper's).
+    pub recon_instructions: u64,
+    /// Data points a reconnaissance phase waits for, 1–1,000 (default 10, the paper's
+    /// "approximately ten").
+    pub min_points: usize,
+    /// A reconnaissance phase ends with the points it has after this many times
+    /// `recon_instructions`, 1–100 (default 4).
+    pub max_recon_factor: f64,
+    /// Shortest co-run interval kept as a data point, ms, 0–1,000 (default 1: shorter
+    /// ones are dominated by the cold start after a dispatch; the paper keeps every
+    /// interval).
+    pub min_point_ms: f64,
+    /// The co-runners' miss rates (and, for the stall fits, the thread's own) must
+    /// spread by at least this fraction of their mean for a line to be fitted, 0–10
+    /// (default 0.1).
+    pub min_spread: f64,
+    /// Calibration period in the thread's instructions, at least 1,000 (default
+    /// 10,000,000, the paper's).
+    pub calibration_instructions: u64,
+    /// Reconnaissance is repeated after this many of the thread's instructions, at
+    /// least `recon_instructions` (default 1,000,000,000, the paper's).
+    pub repeat_instructions: u64,
+    /// Largest adjustment of a quantum, as a fraction of `quantum_ms`, 0–10 (default 1:
+    /// a quantum is at most doubled or, when shortened, kept above zero).
+    pub max_adjust: f64,
+    /// Largest CPU time a best-effort thread may lose, as a fraction of the CPU time it
+    /// would have had, 0–1 (default 0.08, the paper's largest observed slowdown).
+    pub be_max_penalty: f64,
+    /// How often threads' counters are read for calibration, ms, 0.1–1,000 (default
+    /// 10, the Solaris clock tick the paper's scheduler runs on).
+    pub tick_ms: f64,
+}
+
+impl Default for CacheFairConfig {
+    fn default() -> Self {
+        CacheFairConfig {
+            quantum_ms: 200.0,
+            recon_instructions: 100_000_000,
+            min_points: 10,
+            max_recon_factor: 4.0,
+            min_point_ms: 1.0,
+            min_spread: 0.1,
+            calibration_instructions: 10_000_000,
+            repeat_instructions: 1_000_000_000,
+            max_adjust: 1.0,
+            be_max_penalty: 0.08,
+            tick_ms: 10.0,
+        }
+    }
+}
+
+impl CacheFairConfig {
+    /// Checks every value's range; the error names the key and its range.
+    pub fn validate(&self) -> Result<(), String> {
+        let within = |key: &str, v: f64, lo: f64, hi: f64| {
+            if v >= lo && v <= hi {
+                Ok(())
+            } else {
+                Err(format!("{key} must be between {lo} and {hi} (got {v})"))
+            }
+        };
+        within("quantum_ms", self.quantum_ms, 1.0, 10_000.0)?;
+        within("max_recon_factor", self.max_recon_factor, 1.0, 100.0)?;
+        within("min_point_ms", self.min_point_ms, 0.0, 1000.0)?;
+        within("min_spread", self.min_spread, 0.0, 10.0)?;
+        within("max_adjust", self.max_adjust, 0.0, 10.0)?;
+        within("be_max_penalty", self.be_max_penalty, 0.0, 1.0)?;
+        within("tick_ms", self.tick_ms, 0.1, 1000.0)?;
+        within("min_points", self.min_points as f64, 1.0, 1000.0)?;
+        if self.recon_instructions < 1000 || self.calibration_instructions < 1000 {
+            return Err(format!(
+                "recon_instructions and calibration_instructions must be at least 1000 (got {} and {})",
+                self.recon_instructions, self.calibration_instructions
+            ));
+        }
+        if self.repeat_instructions < self.recon_instructions {
+            return Err(format!(
+                "repeat_instructions ({}) must be at least recon_instructions ({})",
+                self.repeat_instructions, self.recon_instructions
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A data point being accumulated: the thread's deltas while its co-runners stayed
+/// `key`.
+#[derive(Debug, Clone)]
+struct Open {
+    key: Vec<ThreadId>,
+    end: Nanos,
+    ns: u64,
+    own: Counters,
+    /// Per co-runner (aligned with `key`): misses and cycles.
+    co: Vec<(u64, u64)>,
+}
+
+/// Where a cache-fair thread is.
+#[derive(Debug, Clone)]
+enum Phase {
+    Recon {
+        start: Counters,
+        points: Vec<Point>,
+        open: Option<Open>,
+    },
+    Calibrate {
+        model: FairModel,
+        recon_end_instructions: u64,
+        last: Counters,
+    },
+}
+
+/// The scheduling of one managed thread's quanta, as seen at ticks.
+#[derive(Debug, Clone, Default)]
+struct Quanta {
+    /// Context switches seen so far.
+    switches: u64,
+    /// Whether it was running at the last tick.
+    running: bool,
+    /// The slice adjustment set for its next dispatch, ns.
+    pending_ns: i64,
+}
+
+impl Quanta {
+    /// Brings the view up to date; returns the adjustment of a quantum that began since
+    /// the last tick (`None` if none began): the pending one, which the kernel applied
+    /// at that dispatch.
+    fn observe(&mut self, v: &ThreadView) -> Option<i64> {
+        let running = v.running_on.is_some();
+        let switched = v.counters.context_switches > self.switches;
+        self.switches = v.counters.context_switches;
+        let began = running && (switched || !self.running);
+        self.running = running;
+        began.then_some(self.pending_ns)
+    }
+}
+
+/// A cache-fair thread.
+#[derive(Debug, Clone)]
+struct FairThread {
+    phase: Phase,
+    quanta: Quanta,
+}
+
+/// A best-effort thread.
+#[derive(Debug, Clone, Default)]
+struct BestEffort {
+    quanta: Quanta,
+    /// CPU time taken from it, net of time given, ns (negative: it gained).
+    penalty_ns: i64,
+    /// Its CPU time when it was first seen, ns.
+    cpu_start_ns: u64,
+}
+
+/// Counters the stats report.
+#[derive(Debug, Clone, Default)]
+struct Stats {
+    recon_phases: u64,
+    recon_without_points: u64,
+    fallback: BTreeMap<&'static str, u64>,
+    extrapolated: u64,
+    stall_fallbacks: u64,
+    calibrations: u64,
+    adjusted_up: u64,
+    adjusted_down: u64,
+    capped: u64,
+    no_best_effort: u64,
+    given_ns: i64,
+    taken_from_be_ns: i64,
+    fair_mpc: BTreeMap<ThreadId, f64>,
+    fair_method: BTreeMap<ThreadId, FairMethod>,
+}
+
+/// The cache-fair scheduler. See the [module documentation](self).
+pub struct CacheFair {
+    config: CacheFairConfig,
+    llc_level: Option<usize>,
+    /// Co-runners a thread has on its cache when all its CPUs are busy (n of
+    /// Equation 2).
+    n: usize,
+    fair: BTreeMap<ThreadId, FairThread>,
+    best_effort: BTreeMap<ThreadId, BestEffort>,
+    stats: Stats,
+}
+
+impl CacheFair {
+    /// A cache-fair scheduler with `config` (validated by the caller).
+    pub fn new(config: CacheFairConfig) -> CacheFair {
+        CacheFair {
+            config,
+            llc_level: None,
+            n: 1,
+            fair: BTreeMap::new(),
+            best_effort: BTreeMap::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    fn quantum_ns(&self) -> i64 {
+        Nanos::from_ms_f64(self.config.quantum_ms).0 as i64
+    }
+
+    fn min_point_ns(&self) -> u64 {
+        Nanos::from_ms_f64(self.config.min_point_ms).0
+    }
+
+    /// Ends thread `t`'s reconnaissance if it has run long enough.
+    fn maybe_end_recon(&mut self, t: ThreadId, now: &Counters) {
+        let cfg = &self.config;
+        let Some(ft) = self.fair.get(&t) else { return };
+        let Phase::Recon { start, points, .. } = &ft.phase else {
+            return;
+        };
+        let ran = now.instructions.saturating_sub(start.instructions) as f64;
+        let enough = ran >= cfg.recon_instructions as f64 && points.len() >= cfg.min_points;
+        if !enough && ran < cfg.max_recon_factor * cfg.recon_instructions as f64 {
+            return;
+        }
+        let Some(ft) = self.fair.get_mut(&t) else {
+            return;
+        };
+        let Phase::Recon { points, open, .. } = std::mem::replace(
+            &mut ft.phase,
+            Phase::Recon {
+                start: *now,
+                points: Vec::new(),
+                open: None,
+            },
+        ) else {
+            return;
+        };
+        let mut points = points;
+        if let Some(o) = open {
+            close_into(o, self.min_point_ns(), &mut points);
+        }
+        let Some(model) = FairModel::from_points(&points, self.n, self.config.min_spread) else {
+            // no point at all: a new phase starts from here
+            self.stats.recon_without_points += 1;
+            return;
+        };
+        self.stats.recon_phases += 1;
+        if model.fair.method.is_fallback() {
+            *self
+                .stats
+                .fallback
+                .entry(method_name(model.fair.method))
+                .or_default() += 1;
+        }
+        self.stats.extrapolated += model.fair.extrapolated as u64;
+        self.stats.stall_fallbacks +=
+            model.mem_stall.is_fallback() as u64 + model.sb_stall.is_fallback() as u64;
+        self.stats.fair_mpc.insert(t, model.fair.mpc);
+        self.stats.fair_method.insert(t, model.fair.method);
+        if let Some(ft) = self.fair.get_mut(&t) {
+            ft.phase = Phase::Calibrate {
+                model,
+                recon_end_instructions: now.instructions,
+                last: *now,
+            };
+        }
+    }
+
+    /// One calibration of thread `t` over the interval since its last one.
+    fn calibrate(&mut self, ctx: &mut Ctx<'_>, t: ThreadId, now: &Counters) {
+        let q = self.quantum_ns();
+        let Some(ft) = self.fair.get_mut(&t) else {
+            return;
+        };
+        let Phase::Calibrate {
+            model,
+            recon_end_instructions,
+            last,
+        } = &mut ft.phase
+        else {
+            return;
+        };
+        let d = now.delta(last);
+        if d.instructions < self.config.calibration_instructions {
+            return;
+        }
+        *last = *now;
+        if now.instructions.saturating_sub(*recon_end_instructions)
+            >= self.config.repeat_instructions
+        {
+            // repeated reconnaissance: no adjustment while it runs
+            ft.phase = Phase::Recon {
+                start: *now,
+                points: Vec::new(),
+                open: None,
+            };
+            ft.quanta.pending_ns = 0;
+            ctx.set_slice(t, None);
+            return;
+        }
+        self.stats.calibrations += 1;
+        let cpi = d.cpi();
+        let stall = (miss_stall_cycles(&d) + d.store_buffer_stall_cycles) as f64
+            / d.instructions.max(1) as f64;
+        let fair_cpi = model.fair_cpi(cpi, stall);
+        // never shorter than 1 ms
+        let (lo, hi) = (
+            -(self.config.max_adjust * q as f64).min(q as f64 - 1e6),
+            self.config.max_adjust * q as f64,
+        );
+        let mut delta = (q as f64 * (cpi / fair_cpi - 1.0)).clamp(lo, hi);
+        // a best-effort thread must be able to absorb it
+        match self.choose_best_effort(ctx, delta) {
+            None if delta != 0.0 => {
+                self.stats.no_best_effort += 1;
+                delta = 0.0;
+            }
+            Some((_, room)) if delta > room => {
+                self.stats.capped += 1;
+                delta = room;
+            }
+            _ => {}
+        }
+        let delta = delta as i64;
+        if delta > 0 {
+            self.stats.adjusted_up += 1;
+        } else if delta < 0 {
+            self.stats.adjusted_down += 1;
+        }
+        if let Some(ft) = self.fair.get_mut(&t) {
+            ft.quanta.pending_ns = delta;
+        }
+        ctx.set_slice(t, (delta != 0).then(|| Nanos((q + delta) as u64)));
+    }
+
+    /// The best-effort thread to absorb `delta` ns (positive: time taken from it) —
+    /// when taking, the one with the least penalty; when giving, the one with the
+    /// most — and how much it can absorb, ns.
+    fn choose_best_effort(&self, ctx: &Ctx<'_>, delta: f64) -> Option<(ThreadId, f64)> {
+        let max = self.config.be_max_penalty;
+        let candidates = self.best_effort.iter().filter_map(|(&b, s)| {
+            // penalty including what it has been armed with and not yet run
+            let penalty = s.penalty_ns - s.quanta.pending_ns;
+            let cpu = ctx.counters(b)?.cpu_time_ns.saturating_sub(s.cpu_start_ns) as f64;
+            // (penalty + x) / (cpu + penalty + x) <= max, with cpu + penalty what it
+            // would have had
+            let room = (max * (cpu + penalty as f64) - penalty as f64) / (1.0 - max).max(1e-9);
+            Some((b, penalty, room.max(0.0)))
+        });
+        if delta >= 0.0 {
+            candidates
+                .min_by_key(|&(b, p, _)| (p, b))
+                .map(|(b, _, room)| (b, room))
+        } else {
+            candidates
+                .max_by_key(|&(b, p, _)| (p, std::cmp::Reverse(b)))
+                .map(|(b, _, _)| (b, f64::INFINITY))
+        }
+    }
+
+    /// Offsets a cache-fair thread's adjusted quantum of `delta` ns, which just began,
+    /// on a best-effort thread's next quantum.
+    fn offset(&mut self, ctx: &mut Ctx<'_>, delta: i64) {
+        let q = self.quantum_ns();
+        let Some((b, room)) = self.choose_best_effort(ctx, delta as f64) else {
+            return;
+        };
+        let take = if delta > 0 {
+            delta.min(room as i64)
+        } else {
+            delta
+        };
+        if let Some(s) = self.best_effort.get_mut(&b) {
+            s.quanta.pending_ns -= take;
+            let p = s.quanta.pending_ns;
+            ctx.set_slice(b, (p != 0).then(|| Nanos((q + p).max(1_000_000) as u64)));
+        }
+    }
+}
+
+/// Cycles stalled on misses of the shared cache: data and instructions served beyond
+/// it.
+fn miss_stall_cycles(c: &Counters) -> u64 {
+    c.data_stall_dram_cycles + c.instr_stall_dram_cycles + c.data_stall_remote_cycles
+}
+
+fn method_name(m: FairMethod) -> &'static str {
+    match m {
+        FairMethod::Regression => "regression",
+        FairMethod::NoSpread => "no_spread",
+        FairMethod::NegativeSlope => "negative_slope",
+        FairMethod::NoCrossing => "no_crossing",
+    }
+}
+
+impl Policy for CacheFair {
+    fn name(&self) -> &str {
+        "cachefair"
+    }
+
+    fn required_counters(&self) -> Vec<CounterKind> {
+        vec![
+            CounterKind::Instructions,
+            CounterKind::Cycles,
+            CounterKind::LlcMisses,
+            CounterKind::DataStallDramCycles,
+            CounterKind::InstrStallDramCycles,
+            CounterKind::StoreBufferStallCycles,
+            CounterKind::ContextSwitches,
+            CounterKind::CpuTimeNs,
+        ]
+    }
+
+    fn needs_thread_states(&self) -> bool {
+        true
+    }
+
+    fn wants_corun_segments(&self) -> bool {
+        true
+    }
+
+    fn requires_corun_segments(&self) -> bool {
+        true
+    }
+
+    fn init(&mut self, ctx: &mut Ctx<'_>) {
+        let topo = ctx.topology();
+        self.llc_level = topo.llc();
+        if let Some(l) = self.llc_level {
+            self.n = topo.caches[l]
+                .instances
+                .iter()
+                .map(|i| i.weight())
+                .max()
+                .unwrap_or(1)
+                .saturating_sub(1)
+                .max(1);
+        }
+        ctx.set_tick_period(Some(Nanos::from_ms_f64(self.config.tick_ms)));
+    }
+
+    fn thread_started(&mut self, ctx: &mut Ctx<'_>, t: ThreadId) {
+        let Some(v) = ctx.thread(t) else { return };
+        match v.info.class {
+            Some(ThreadClass::CacheFair) => {
+                self.fair.insert(
+                    t,
+                    FairThread {
+                        phase: Phase::Recon {
+                            start: v.counters,
+                            points: Vec::new(),
+                            open: None,
+                        },
+                        quanta: Quanta::default(),
+                    },
+                );
+            }
+            Some(ThreadClass::BestEffort) => {
+                self.best_effort.insert(
+                    t,
+                    BestEffort {
+                        cpu_start_ns: v.counters.cpu_time_ns,
+                        ..Default::default()
+                    },
+                );
+            }
+            None => {}
+        }
+    }
+
+    fn thread_exited(&mut self, _ctx: &mut Ctx<'_>, t: ThreadId) {
+        self.fair.remove(&t);
+        self.best_effort.remove(&t);
+    }
+
+    fn corun_segment(&mut self, _ctx: &mut Ctx<'_>, seg: &CoRunSegment) {
+        if Some(seg.cache_level) != self.llc_level {
+            return;
+        }
+        let min_point_ns = self.min_point_ns();
+        for m in &seg.members {
+            let Some(ft) = self.fair.get_mut(&m.thread) else {
+                continue;
+            };
+            let Phase::Recon { points, open, .. } = &mut ft.phase else {
+                continue;
+            };
+            let mut co: Vec<(ThreadId, u64, u64)> = seg
+                .members
+                .iter()
+                .filter(|o| o.thread != m.thread)
+                .map(|o| (o.thread, o.delta.llc_misses, o.delta.cycles))
+                .collect();
+            co.sort_by_key(|c| c.0);
+            let key: Vec<ThreadId> = co.iter().map(|c| c.0).collect();
+            let continues = open
+                .as_ref()
+                .is_some_and(|o| o.key == key && o.end == seg.start);
+            if !continues {
+                if let Some(o) = open.take() {
+                    close_into(o, min_point_ns, points);
+                }
+                *open = Some(Open {
+                    key,
+                    end: seg.start,
+                    ns: 0,
+                    own: Counters::default(),
+                    co: vec![(0, 0); co.len()],
+                });
+            }
+            if let Some(o) = open.as_mut() {
+                o.end = seg.end;
+                o.ns += seg.duration().0;
+                o.own.accumulate(&m.delta);
+                for (slot, c) in o.co.iter_mut().zip(&co) {
+                    slot.0 += c.1;
+                    slot.1 += c.2;
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        let be: Vec<ThreadId> = self.best_effort.keys().copied().collect();
+        for b in be {
+            let Some(v) = ctx.thread(b) else { continue };
+            let Some(s) = self.best_effort.get_mut(&b) else {
+                continue;
+            };
+            // it began its adjusted quantum: the penalty is real, the next quantum is
+            // the baseline's again (observed before the cache-fair threads arm new
+            // adjustments, which apply from its next dispatch)
+            if let Some(adj) = s.quanta.observe(&v).filter(|&a| a != 0) {
+                s.penalty_ns -= adj;
+                s.quanta.pending_ns = 0;
+                self.stats.taken_from_be_ns -= adj;
+                ctx.set_slice(b, None);
+            }
+        }
+        let fair: Vec<ThreadId> = self.fair.keys().copied().collect();
+        for t in fair {
+            let Some(v) = ctx.thread(t) else { continue };
+            let began = self.fair.get_mut(&t).and_then(|ft| ft.quanta.observe(&v));
+            if let Some(adj) = began.filter(|&a| a != 0) {
+                self.stats.given_ns += adj;
+                self.offset(ctx, adj);
+            }
+            match self
+                .fair
+                .get(&t)
+                .map(|ft| matches!(ft.phase, Phase::Recon { .. }))
+            {
+                Some(true) => self.maybe_end_recon(t, &v.counters),
+                Some(false) => self.calibrate(ctx, t, &v.counters),
+                None => {}
+            }
+        }
+    }
+
+    fn stats(&self) -> Vec<(String, f64)> {
+        let s = &self.stats;
+        let mut v = vec![
+            ("recon_phases".to_string(), s.recon_phases as f64),
+            ("recon_without_points".into(), s.recon_without_points as f64),
+            ("extrapolated".into(), s.extrapolated as f64),
+            ("stall_fallbacks".into(), s.stall_fallbacks as f64),
+            ("calibrations".into(), s.calibrations as f64),
+            ("adjusted_up".into(), s.adjusted_up as f64),
+            ("adjusted_down".into(), s.adjusted_down as f64),
+            ("capped".into(), s.capped as f64),
+            ("no_best_effort".into(), s.no_best_effort as f64),
+            ("given_ms".into(), s.given_ns as f64 / 1e6),
+            ("taken_from_be_ms".into(), s.taken_from_be_ns as f64 / 1e6),
+        ];
+        for (name, n) in &s.fallback {
+            v.push((format!("fallback_{name}"), *n as f64));
+        }
+        for (t, mpc) in &s.fair_mpc {
+            v.push((format!("fair_mpc.{}", t.0), *mpc));
+        }
+        for (t, m) in &s.fair_method {
+            v.push((
+                format!("fair_fallback.{}", t.0),
+                m.is_fallback() as u8 as f64,
+            ));
+        }
+        for (b, st) in &self.best_effort {
+            v.push((format!("be_penalty_ms.{}", b.0), st.penalty_ns as f64 / 1e6));
+        }
+        v
+    }
+}
+
+/// Closes `open` into a data point of `points` if it lasted at least `min_ns`.
+fn close_into(open: Open, min_ns: u64, points: &mut Vec<Point>) {
+    if open.ns < min_ns || open.own.cycles == 0 {
+        return;
+    }
+    let own = &open.own;
+    let per_instr = |c: u64| {
+        if own.instructions > 0 {
+            c as f64 / own.instructions as f64
+        } else {
+            0.0
+        }
+    };
+    points.push(Point {
+        own_mpc: own.llc_misses as f64 / own.cycles as f64,
+        corunners_mpc: open
+            .co
+            .iter()
+            .map(|&(m, c)| if c > 0 { m as f64 / c as f64 } else { 0.0 })
+            .sum(),
+        mem_stall_cpi: per_instr(miss_stall_cycles(own)),
+        sb_stall_cpi: per_instr(own.store_buffer_stall_cycles),
+        cycles: own.cycles as f64,
+    });
+}
