@@ -18,3 +18,13 @@ pub use chain::Chain;
 pub use demo::Demo;
 pub use registry::{build_policy, PolicyError, PolicySpec, POLICY_NAMES};
 pub use timeslice::{Timeslice, TimesliceConfig};
+
+/// Checks that a configuration value `v` of `key` lies in `[lo, hi]`; the error names
+/// the key, its range and the value (NaN is out of every range).
+pub(crate) fn within(key: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
+    if v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(format!("{key} must be between {lo} and {hi} (got {v})"))
+    }
+}

@@ -10,6 +10,7 @@
 //!   rarely gets a long one. Miss rates are re-measured every tick from LLC misses over
 //!   CPU time, so phase changes move the slice. CFS keeps long-run fairness either way.
 
+use crate::within;
 use cachesched_core::{CounterKind, Counters, Ctx, Nanos, Policy, ThreadId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -48,13 +49,6 @@ pub struct TimesliceConfig {
 impl TimesliceConfig {
     /// Checks every value's range; the error names the key and its range.
     pub fn validate(&self) -> Result<(), String> {
-        let within = |key: &str, v: f64, lo: f64, hi: f64| {
-            if v >= lo && v <= hi {
-                Ok(())
-            } else {
-                Err(format!("{key} must be between {lo} and {hi} (got {v})"))
-            }
-        };
         within("slice_ms", self.slice_ms, 0.1, 1000.0)?;
         within("min_ms", self.min_ms, 0.1, 1000.0)?;
         within("max_ms", self.max_ms, self.min_ms, 1000.0)?;

@@ -51,6 +51,7 @@
 
 pub mod model;
 
+use crate::within;
 use cachesched_core::{
     CoRunSegment, CounterKind, Counters, Ctx, Nanos, Policy, ThreadClass, ThreadId, ThreadView,
 };
@@ -120,13 +121,6 @@ impl Default for CacheFairConfig {
 impl CacheFairConfig {
     /// Checks every value's range; the error names the key and its range.
     pub fn validate(&self) -> Result<(), String> {
-        let within = |key: &str, v: f64, lo: f64, hi: f64| {
-            if v >= lo && v <= hi {
-                Ok(())
-            } else {
-                Err(format!("{key} must be between {lo} and {hi} (got {v})"))
-            }
-        };
         within("quantum_ms", self.quantum_ms, 1.0, 10_000.0)?;
         within("max_recon_factor", self.max_recon_factor, 1.0, 100.0)?;
         within("min_point_ms", self.min_point_ms, 0.0, 1000.0)?;
