@@ -413,12 +413,16 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
             "--from-results".into(),
         ]
     };
-    let out = bin()
-        .args(&args("1,2")[..16])
-        .env("CACHESCHED_SOLO", d.join("solo"))
-        .env("CACHESCHED_RUNS", d.join("runs"))
-        .output()
-        .unwrap();
+    // the run, with its own solo and run caches (a second run reads them)
+    let run = || {
+        bin()
+            .args(&args("1,2")[..16])
+            .env("CACHESCHED_SOLO", d.join("solo"))
+            .env("CACHESCHED_RUNS", d.join("runs"))
+            .output()
+            .unwrap()
+    };
+    let out = run();
     let err = String::from_utf8_lossy(&out.stderr);
     // overridden: the failed checks are reported, not an error
     assert!(out.status.success(), "{err}");
@@ -462,12 +466,7 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
     let json = std::fs::read(dir.join("results.json")).unwrap();
     // run again with the same executable: every run comes from the run cache, the same
     // bytes result
-    let cached = bin()
-        .args(&args("1,2")[..16])
-        .env("CACHESCHED_SOLO", d.join("solo"))
-        .env("CACHESCHED_RUNS", d.join("runs"))
-        .output()
-        .unwrap();
+    let cached = run();
     assert!(cached.status.success());
     let said = String::from_utf8_lossy(&cached.stdout);
     assert!(

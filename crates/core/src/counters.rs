@@ -4,6 +4,7 @@
 //! `perf_event_open`. Which counters a backend can actually provide is a set of
 //! [`CounterKind`]s; policies check it before relying on a counter.
 
+use crate::num::ratio;
 use serde::{Deserialize, Serialize};
 
 macro_rules! counters {
@@ -137,14 +138,6 @@ impl Counters {
     /// LLC misses per 1000 instructions.
     pub fn llc_mpki(&self) -> f64 {
         1000.0 * ratio(self.llc_misses, self.instructions)
-    }
-}
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
     }
 }
 

@@ -12,6 +12,15 @@ pub fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
+/// `a / b` as a float, 0 when `b` is 0 (a rate over an empty interval).
+pub fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
 /// `x.ceil() as u64` without a call into the maths library (x86-64's baseline has no
 /// rounding instruction, and the engine rounds on every chunk it dispatches): the same
 /// value for every `x` from 0 to 2^53 and for NaN (0); not for larger or negative ones.

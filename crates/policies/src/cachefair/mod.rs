@@ -52,6 +52,7 @@
 pub mod model;
 
 use crate::within;
+use cachesched_core::num::ratio;
 use cachesched_core::{
     CoRunSegment, CounterKind, Counters, Ctx, Nanos, Policy, ThreadClass, ThreadId, ThreadView,
 };
@@ -305,7 +306,7 @@ impl CacheFair {
             *self
                 .stats
                 .fallback
-                .entry(method_name(model.fair.method))
+                .entry(model.fair.method.name())
                 .or_default() += 1;
         }
         self.stats.extrapolated += model.fair.extrapolated as u64;
@@ -356,8 +357,10 @@ impl CacheFair {
         }
         self.stats.calibrations += 1;
         let cpi = d.cpi();
-        let stall = (miss_stall_cycles(&d) + d.store_buffer_stall_cycles) as f64
-            / d.instructions.max(1) as f64;
+        let stall = ratio(
+            miss_stall_cycles(&d) + d.store_buffer_stall_cycles,
+            d.instructions,
+        );
         let fair_cpi = model.fair_cpi(cpi, stall);
         // never shorter than 1 ms
         let (lo, hi) = (
@@ -438,15 +441,6 @@ impl CacheFair {
 /// it.
 fn miss_stall_cycles(c: &Counters) -> u64 {
     c.data_stall_dram_cycles + c.instr_stall_dram_cycles + c.data_stall_remote_cycles
-}
-
-fn method_name(m: FairMethod) -> &'static str {
-    match m {
-        FairMethod::Regression => "regression",
-        FairMethod::NoSpread => "no_spread",
-        FairMethod::NegativeSlope => "negative_slope",
-        FairMethod::NoCrossing => "no_crossing",
-    }
 }
 
 impl Policy for CacheFair {
@@ -653,22 +647,11 @@ fn close_into(open: Open, min_ns: u64, points: &mut Vec<Point>) {
         return;
     }
     let own = &open.own;
-    let per_instr = |c: u64| {
-        if own.instructions > 0 {
-            c as f64 / own.instructions as f64
-        } else {
-            0.0
-        }
-    };
     points.push(Point {
-        own_mpc: own.llc_misses as f64 / own.cycles as f64,
-        corunners_mpc: open
-            .co
-            .iter()
-            .map(|&(m, c)| if c > 0 { m as f64 / c as f64 } else { 0.0 })
-            .sum(),
-        mem_stall_cpi: per_instr(miss_stall_cycles(own)),
-        sb_stall_cpi: per_instr(own.store_buffer_stall_cycles),
+        own_mpc: ratio(own.llc_misses, own.cycles),
+        corunners_mpc: open.co.iter().map(|&(m, c)| ratio(m, c)).sum(),
+        mem_stall_cpi: ratio(miss_stall_cycles(own), own.instructions),
+        sb_stall_cpi: ratio(own.store_buffer_stall_cycles, own.instructions),
         cycles: own.cycles as f64,
     });
 }

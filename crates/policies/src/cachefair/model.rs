@@ -99,6 +99,16 @@ pub enum FairMethod {
 }
 
 impl FairMethod {
+    /// Its name in the policy's stats (`fallback_NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FairMethod::Regression => "regression",
+            FairMethod::NoSpread => "no_spread",
+            FairMethod::NegativeSlope => "negative_slope",
+            FairMethod::NoCrossing => "no_crossing",
+        }
+    }
+
     /// Whether this is a fallback rather than the paper's regression.
     pub fn is_fallback(self) -> bool {
         self != FairMethod::Regression
