@@ -56,6 +56,18 @@ pub struct Variant {
     pub threads: Option<Vec<ThreadGroup>>,
 }
 
+/// One mix of a scenario run as several ([`Scenario::mixes`]): every variant, size and
+/// seed runs on each mix, and each mix is reported on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mix {
+    /// Label (letters, digits, `-`, `_`, `.`): names the mix's output directory and its
+    /// rows in reports.
+    pub label: String,
+    /// The mix's threads.
+    pub threads: Vec<ThreadGroup>,
+}
+
 /// A sweep over one machine parameter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,8 +87,14 @@ pub struct Scenario {
     pub description: String,
     /// Machine preset or description.
     pub machine: MachineSpec,
-    /// Threads.
+    /// Threads (default: none; a scenario gives these or `mixes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadGroup>,
+    /// Several mixes instead of `threads` (default: none), such as the cache-fair
+    /// paper's fast and slow schedule of each program: the scenario runs as one
+    /// scenario per mix ([`Scenario::per_mix`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mixes: Vec<Mix>,
     /// Kernel parameters shared by all variants.
     #[serde(default)]
     pub kernel: KernelConfig,
@@ -89,6 +107,10 @@ pub struct Scenario {
     /// Timeline sample interval, ms (default 10).
     #[serde(default = "default_sample")]
     pub sample_ms: f64,
+    /// End each run when every thread with a work segment has completed it, with
+    /// `duration_ms` as the limit (default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stop_after_segments: bool,
     /// Seeds; each combination runs once per seed (default: 1 to 5).
     #[serde(default = "default_seeds")]
     pub seeds: Vec<u64>,
@@ -151,7 +173,7 @@ pub struct Quick {
 }
 
 /// Analyses a scenario may ask for.
-pub const ANALYSES: &[&str] = &["casc"];
+pub const ANALYSES: &[&str] = &["casc", "cachefair"];
 
 fn default_duration() -> f64 {
     1000.0
@@ -370,6 +392,28 @@ impl Scenario {
         if self.variants.is_empty() || self.seeds.is_empty() {
             bail!("a scenario needs at least one variant and one seed");
         }
+        if self.threads.is_empty() == self.mixes.is_empty() {
+            bail!("a scenario gives its threads either as `threads` or as `mixes`, exactly one of them");
+        }
+        let mut mixes: Vec<&str> = self.mixes.iter().map(|m| m.label.as_str()).collect();
+        if let Some(m) = self.mixes.iter().find(|m| {
+            m.threads.is_empty()
+                || m.label.is_empty()
+                || !m
+                    .label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        }) {
+            bail!(
+                "mix '{}': a mix needs threads and a label of letters, digits, '-', '_' or '.'",
+                m.label
+            );
+        }
+        mixes.sort();
+        mixes.dedup();
+        if mixes.len() != self.mixes.len() {
+            bail!("mix labels must be unique");
+        }
         for m in &self.metrics {
             if !METRICS.iter().any(|(n, _, _)| n == m) {
                 let known: Vec<&str> = METRICS.iter().map(|(n, _, _)| *n).collect();
@@ -450,6 +494,30 @@ impl Scenario {
         s
     }
 
+    /// The scenario as one scenario per mix, each with its mix's label (`None` and the
+    /// scenario itself when it has no mixes): named `NAME/LABEL`, with the mix's
+    /// threads.
+    pub fn per_mix(&self) -> Vec<(Option<String>, Scenario)> {
+        if self.mixes.is_empty() {
+            return vec![(None, self.clone())];
+        }
+        self.mixes
+            .iter()
+            .map(|m| {
+                let sc = Scenario {
+                    name: format!("{}/{}", self.name, m.label),
+                    description: format!("Mix `{}`. {}", m.label, self.description),
+                    threads: m.threads.clone(),
+                    mixes: Vec::new(),
+                    // the paper's values are about the analysis over all mixes
+                    paper: Vec::new(),
+                    ..self.clone()
+                };
+                (Some(m.label.clone()), sc)
+            })
+            .collect()
+    }
+
     /// Every run of the scenario, each checked to be buildable.
     pub fn jobs(&self) -> Result<Vec<Job>> {
         let sizes: Vec<Option<u64>> = match &self.sweep {
@@ -481,6 +549,7 @@ impl Scenario {
                         duration_ms: self.duration_ms,
                         warmup_ms: self.warmup_ms,
                         sample_ms: self.sample_ms,
+                        stop_after_segments: self.stop_after_segments,
                         seed,
                     };
                     // fail before running anything if a run is misconfigured: once per
@@ -645,6 +714,10 @@ pub fn load(path: &std::path::Path) -> Result<Scenario> {
     // real programs' traces, recorded on first use
     crate::real::prepare(&mut s.threads)
         .with_context(|| format!("in scenario file '{}'", path.display()))?;
+    for m in &mut s.mixes {
+        crate::real::prepare(&mut m.threads)
+            .with_context(|| format!("in mix '{}' of '{}'", m.label, path.display()))?;
+    }
     Ok(s)
 }
 
@@ -655,10 +728,19 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-    match run_scenario(&sc, sc.jobs()?, &out, a.jobs)? {
-        Some(_) => Ok(0),
-        None => Ok(130),
+    // plan every mix before running any
+    let mut plan = Vec::new();
+    for (mix, sub) in sc.per_mix() {
+        let jobs = sub.jobs()?;
+        plan.push((mix, sub, jobs));
     }
+    for (mix, sub, jobs) in plan {
+        let dir = mix.map_or_else(|| out.clone(), |m| out.join(m));
+        if run_scenario(&sub, jobs, &dir, a.jobs)?.is_none() {
+            return Ok(130);
+        }
+    }
+    Ok(0)
 }
 
 /// Runs `jobs_list` (the jobs of `sc`, [`Scenario::jobs`]) on `jobs` workers (default:
@@ -1277,15 +1359,53 @@ mod tests {
                 .validate()
                 .unwrap_or_else(|e| panic!("{} (quick): {e:#}", path.display()));
             // real programs need their recorded traces to build runs
-            if sc.threads.iter().all(|g| g.real.is_none()) {
-                let jobs = sc
-                    .jobs()
-                    .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
-                assert!(!jobs.is_empty(), "{}", path.display());
+            for (_, sub) in sc.per_mix() {
+                if sub.threads.iter().all(|g| g.real.is_none()) {
+                    let jobs = sub
+                        .jobs()
+                        .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                    assert!(!jobs.is_empty(), "{}", path.display());
+                }
             }
             n += 1;
         }
         assert!(n >= 8, "{n} scenario files");
+    }
+
+    /// A scenario of several mixes runs as one scenario per mix, each with its mix's
+    /// threads and none of the paper's values (they are the analysis's); malformed
+    /// mixes and paper values are named. Fails if a mix loses its threads or label, or
+    /// a bad file is accepted.
+    #[test]
+    fn mixes_become_one_scenario_each() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/cachefair/fig6-8.toml");
+        let sc = parse(&path).unwrap();
+        let subs = sc.per_mix();
+        assert_eq!(subs.len(), 18);
+        let (label, vortex) = &subs[15];
+        assert_eq!(label.as_deref(), Some("vortex-slow"));
+        assert_eq!(vortex.name, "cachefair-fig6-8/vortex-slow");
+        let names: Vec<String> = vortex.threads.iter().map(|g| g.name()).collect();
+        assert_eq!(names, ["vortex", "art", "mcf", "gzip"]);
+        assert!(vortex.mixes.is_empty() && vortex.paper.is_empty());
+        assert!(!sc.paper.is_empty());
+        let err = |s: &Scenario| s.validate().unwrap_err().to_string();
+        let mut both = sc.clone();
+        both.threads = vortex.threads.clone();
+        assert!(err(&both).contains("exactly one of them"));
+        let mut dup = sc.clone();
+        dup.mixes[1].label = dup.mixes[0].label.clone();
+        assert!(err(&dup).contains("unique"));
+        let mut slash = sc.clone();
+        slash.mixes[0].label = "a/b".into();
+        assert!(err(&slash).contains("a label of letters"));
+        let mut pv = sc.clone();
+        pv.paper[0].metric = "ips".into();
+        assert!(err(&pv).contains("variability_pct"));
+        let mut pv = sc.clone();
+        pv.paper[0].program = Some("nosuch".into());
+        assert!(err(&pv).contains("no mix of program 'nosuch'"));
     }
 
     /// Identical values over several seeds have no interval (they were not sampled);
@@ -1320,6 +1440,7 @@ mod tests {
             change_pct: Some([1.0, 2.0]),
             value: None,
             llc_kb: Some(vec![48]),
+            program: None,
         }];
         sc.validate().unwrap();
         let q = sc.reduced();

@@ -4,6 +4,7 @@ mod bench_cmd;
 mod bench_daemon;
 mod burn_cmd;
 mod cache;
+mod cachefair_report;
 mod experiment;
 mod info_cmd;
 mod mrc_cmd;

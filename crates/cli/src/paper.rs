@@ -37,6 +37,11 @@ pub struct PaperValue {
     /// Sweep points (LLC KiB) the value applies to (default: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_kb: Option<Vec<u64>>,
+    /// In a scenario of several mixes, the program the value is about (default: all of
+    /// them); such values are measures of the scenario's analysis
+    /// ([`crate::cachefair_report::MEASURES`]), not per-run metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
 }
 
 /// How a measured mean and interval stand against a published range.
@@ -62,6 +67,15 @@ impl PaperValue {
     /// Checks the value against its scenario: known metric and variants, one kind,
     /// points inside the sweep.
     pub fn validate(&self, sc: &Scenario) -> Result<(), String> {
+        if !sc.mixes.is_empty() {
+            return crate::cachefair_report::validate_paper_value(self, sc);
+        }
+        if self.program.is_some() {
+            return Err(format!(
+                "paper value '{}': 'program' applies to scenarios of several mixes only",
+                self.what
+            ));
+        }
         if !sc.metrics.contains(&self.metric) {
             return Err(format!(
                 "paper value '{}': metric '{}' is not among the scenario's metrics",
@@ -109,7 +123,8 @@ impl PaperValue {
         }
     }
 
-    fn index(sc: &Scenario, label: &str) -> usize {
+    /// The index of the variant labelled `label` in `sc` (validated to exist).
+    pub fn index(sc: &Scenario, label: &str) -> usize {
         sc.variants
             .iter()
             .position(|v| v.label == label)
@@ -140,7 +155,7 @@ impl PaperValue {
         }
     }
 
-    fn range(&self) -> [f64; 2] {
+    pub fn range(&self) -> [f64; 2] {
         self.change_pct.or(self.value).expect("validated")
     }
 }

@@ -17,16 +17,20 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The configuration of the solo run of `group` under `cfg`: that group's program as one
-/// thread starting at 0 (keeping its binding), alone, with no policy and no partition.
+/// thread starting at 0 (keeping its binding), alone, with no policy, no partition and
+/// no work segment, for the whole duration.
 pub fn solo_config(cfg: &SimConfig, group: &ThreadGroup) -> SimConfig {
     SimConfig {
         threads: vec![ThreadGroup {
             count: 1,
             start_ms: 0.0,
+            start_jitter_ms: 0.0,
+            segment: None,
             ..group.clone()
         }],
         policies: Vec::new(),
         partition: None,
+        stop_after_segments: false,
         ..cfg.clone()
     }
 }

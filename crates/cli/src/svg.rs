@@ -15,6 +15,23 @@ pub struct Series {
 }
 
 impl Series {
+    /// The half-width of point `i`'s interval (0 where none is drawn).
+    fn err(&self, i: usize) -> f64 {
+        self.errors
+            .get(i)
+            .copied()
+            .filter(|e| e.is_finite())
+            .unwrap_or(0.0)
+    }
+
+    /// The lowest and highest y each point reaches with its error bar.
+    fn extent(&self) -> impl Iterator<Item = f64> + '_ {
+        self.points
+            .iter()
+            .enumerate()
+            .flat_map(move |(i, p)| [p.1 - self.err(i), p.1 + self.err(i)])
+    }
+
     /// A series from `(x, (mean, interval half-width))` pairs, as statistics over seeds
     /// give them (one seed's NaN interval is not drawn).
     pub fn with_intervals(label: String, xs: &[(f64, (f64, f64))]) -> Series {
@@ -122,6 +139,64 @@ fn kib_label(kib: f64) -> String {
     }
 }
 
+/// Horizontal grid lines and labels at nice ticks of [`y0`, `y1`], mapped by `sy`, across
+/// a plot `pw` wide from `ml`.
+fn y_grid(s: &mut String, (ml, pw): (f64, f64), (y0, y1): (f64, f64), sy: &dyn Fn(f64) -> f64) {
+    for t in nice_ticks(y0, y1, 6) {
+        let y = sy(t);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
+            ml + pw
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            ml - 6.0,
+            y + 4.0,
+            fmt_num(t)
+        );
+    }
+}
+
+/// A vertical bar at `x` from screen height `lo` to `hi` with caps `half` wide each
+/// side, drawn in `color` `width` pixels wide: an error bar or a published range.
+fn capped_bar(
+    s: &mut String,
+    (x, half): (f64, f64),
+    (lo, hi): (f64, f64),
+    (color, width): (&str, u32),
+) {
+    let _ = writeln!(
+        s,
+        r#"<path d="M{:.1},{hi:.1}H{:.1}M{x:.1},{hi:.1}V{lo:.1}M{:.1},{lo:.1}H{:.1}" stroke="{color}" stroke-width="{width}" fill="none"/>"#,
+        x - half,
+        x + half,
+        x - half,
+        x + half
+    );
+}
+
+/// A legend entry's label beside its symbol at (`lx`, `ly`).
+fn legend_text(s: &mut String, (lx, ly): (f64, f64), label: &str) {
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}">{}</text>"#,
+        lx + 26.0,
+        ly + 4.0,
+        esc(label)
+    );
+}
+
+/// The y axis's label, rotated, centred at height `y`.
+fn y_label_text(s: &mut String, y: f64, label: &str) {
+    let _ = writeln!(
+        s,
+        r#"<text x="18" y="{y:.1}" text-anchor="middle" transform="rotate(-90 18 {y:.1})">{}</text>"#,
+        esc(label)
+    );
+}
+
 /// Renders a line chart with x values mapped and labelled as `x_axis` says, error bars
 /// where a series has them and, if given, a shaded horizontal band `(lo, hi, label)`
 /// across the plot (a published range, marked in the legend).
@@ -146,21 +221,9 @@ pub fn line_chart(
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .collect();
-    let err = |ser: &Series, i: usize| {
-        ser.errors
-            .get(i)
-            .copied()
-            .filter(|e| e.is_finite())
-            .unwrap_or(0.0)
-    };
     let ys: Vec<f64> = series
         .iter()
-        .flat_map(|ser| {
-            ser.points
-                .iter()
-                .enumerate()
-                .flat_map(move |(i, p)| [p.1 - err(ser, i), p.1 + err(ser, i)])
-        })
+        .flat_map(Series::extent)
         .chain(band.iter().flat_map(|b| [b.0, b.1]))
         .filter(|y| y.is_finite())
         .collect();
@@ -189,21 +252,7 @@ pub fn line_chart(
     let sx = |x: f64| ml + (fx(x) - x0) / (x1 - x0) * pw;
     let sy = |y: f64| mt + ph - (y - y0) / (y1 - y0) * ph;
     let mut s = open_svg((w, h), 12, (ml + pw / 2.0, 22.0, 15), title);
-    for t in nice_ticks(y0, y1, 6) {
-        let y = sy(t);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
-            ml + pw
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            ml - 6.0,
-            y + 4.0,
-            fmt_num(t)
-        );
-    }
+    y_grid(&mut s, (ml, pw), (y0, y1), &sy);
     let mut data_x: Vec<f64> = xs.clone();
     data_x.sort_by(|a, b| a.total_cmp(b));
     data_x.dedup();
@@ -242,13 +291,7 @@ pub fn line_chart(
         );
     }
     frame_and_x_label(&mut s, (ml, mt, pw, ph), h - 15.0, x_label);
-    let _ = writeln!(
-        s,
-        r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">{}</text>"#,
-        mt + ph / 2.0,
-        mt + ph / 2.0,
-        esc(y_label)
-    );
+    y_label_text(&mut s, mt + ph / 2.0, y_label);
     if let Some((lo, hi, label)) = band {
         let (top, bottom) = (sy(lo.max(hi)), sy(lo.min(hi)));
         let _ = writeln!(
@@ -263,13 +306,7 @@ pub fn line_chart(
             r##"<rect x="{lx}" y="{:.1}" width="20" height="10" fill="#999" fill-opacity="0.4"/>"##,
             ly - 5.0
         );
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}">{}</text>"#,
-            lx + 26.0,
-            ly + 4.0,
-            esc(label)
-        );
+        legend_text(&mut s, (lx, ly), label);
     }
     for (i, ser) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
@@ -289,19 +326,11 @@ pub fn line_chart(
             let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="3" fill="{c}"/>"#);
         }
         for (i, &(x, y)) in ser.points.iter().enumerate() {
-            let e = err(ser, i);
+            let e = ser.err(i);
             if e <= 0.0 || !y.is_finite() {
                 continue;
             }
-            let (px, lo, hi) = (sx(x), sy(y - e), sy(y + e));
-            let _ = writeln!(
-                s,
-                r#"<path d="M{:.1},{hi:.1}H{:.1}M{px:.1},{hi:.1}V{lo:.1}M{:.1},{lo:.1}H{:.1}" stroke="{c}" fill="none"/>"#,
-                px - 4.0,
-                px + 4.0,
-                px - 4.0,
-                px + 4.0
-            );
+            capped_bar(&mut s, (sx(x), 4.0), (sy(y - e), sy(y + e)), (c, 1));
         }
         let ly = mt + 10.0 + i as f64 * 18.0;
         let lx = ml + pw + 12.0;
@@ -310,13 +339,133 @@ pub fn line_chart(
             r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{c}" stroke-width="2"/>"#,
             lx + 20.0
         );
+        legend_text(&mut s, (lx, ly), &ser.label);
+    }
+    s += "</svg>\n";
+    s
+}
+
+/// Published values marked on a [`bar_chart`]: a legend label and (category index,
+/// low, high) points, drawn over the bars of their category as a black diamond (a
+/// single value) or a thick black bar from low to high (a range).
+pub struct Marks {
+    /// Legend label.
+    pub label: String,
+    /// (category index, low, high).
+    pub points: Vec<(usize, f64, f64)>,
+}
+
+/// Renders a grouped bar chart: one group per category (labelled in order), one bar
+/// per series (a series' point x is the category index), error bars where a series
+/// has them, and `marks` (a paper's values) as diamonds over their category's group.
+pub fn bar_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[Series],
+    marks: Option<&Marks>,
+) -> String {
+    let (w, h) = (760.0, 440.0);
+    let (ml, mr, mt, mb) = (80.0, 190.0, 40.0, 60.0);
+    let pw = w - ml - mr;
+    let ph = h - mt - mb;
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(Series::extent)
+        .chain(
+            marks
+                .iter()
+                .flat_map(|m| m.points.iter().flat_map(|p| [p.1, p.2])),
+        )
+        .filter(|y| y.is_finite())
+        .collect();
+    let mut y0 = ys.iter().copied().fold(0.0, f64::min);
+    let mut y1 = ys.iter().copied().fold(0.0, f64::max);
+    if y1 <= y0 {
+        (y0, y1) = (y0.min(0.0), y0.min(0.0) + 1.0);
+    }
+    let pad = (y1 - y0) * 0.05;
+    y1 += pad;
+    if y0 < 0.0 {
+        y0 -= pad;
+    }
+    let n = categories.len().max(1) as f64;
+    let group = pw / n;
+    let bar = group * 0.8 / series.len().max(1) as f64;
+    let sy = |y: f64| mt + ph - (y - y0) / (y1 - y0) * ph;
+    let mut s = open_svg((w, h), 12, (ml + pw / 2.0, 22.0, 15), title);
+    y_grid(&mut s, (ml, pw), (y0, y1), &sy);
+    for (i, label) in categories.iter().enumerate() {
         let _ = writeln!(
             s,
-            r#"<text x="{}" y="{}">{}</text>"#,
-            lx + 26.0,
-            ly + 4.0,
-            esc(&ser.label)
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            ml + group * (i as f64 + 0.5),
+            mt + ph + 18.0,
+            esc(label)
         );
+    }
+    frame_and_x_label(&mut s, (ml, mt, pw, ph), h - 15.0, x_label);
+    y_label_text(&mut s, mt + ph / 2.0, y_label);
+    let zero = sy(0.0);
+    for (k, ser) in series.iter().enumerate() {
+        let c = COLORS[k % COLORS.len()];
+        for (i, &(x, y)) in ser.points.iter().enumerate() {
+            if !y.is_finite() {
+                continue;
+            }
+            let left = ml + group * (x + 0.1) + bar * k as f64;
+            let (top, bottom) = (sy(y).min(zero), sy(y).max(zero));
+            let _ = writeln!(
+                s,
+                r#"<rect x="{left:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{c}"/>"#,
+                bar * 0.9,
+                (bottom - top).max(0.5)
+            );
+            let e = ser.err(i);
+            if e > 0.0 {
+                capped_bar(
+                    &mut s,
+                    (left + bar * 0.45, 3.0),
+                    (sy(y - e), sy(y + e)),
+                    ("#000", 1),
+                );
+            }
+        }
+        let ly = mt + 10.0 + k as f64 * 18.0;
+        let lx = ml + pw + 12.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{lx}" y="{:.1}" width="20" height="10" fill="{c}"/>"#,
+            ly - 5.0
+        );
+        legend_text(&mut s, (lx, ly), &ser.label);
+    }
+    if let Some(m) = marks {
+        let diamond = |x: f64, y: f64| {
+            format!(
+                r##"<path d="M{x:.1},{:.1}L{:.1},{y:.1}L{x:.1},{:.1}L{:.1},{y:.1}Z" fill="#000"/>"##,
+                y - 5.0,
+                x + 5.0,
+                y + 5.0,
+                x - 5.0
+            )
+        };
+        for &(i, lo, hi) in &m.points {
+            let x = ml + group * (i as f64 + 0.5);
+            if !(lo.is_finite() && hi.is_finite()) {
+                continue;
+            }
+            if lo == hi {
+                let _ = writeln!(s, "{}", diamond(x, sy(lo)));
+            } else {
+                capped_bar(&mut s, (x, 6.0), (sy(lo), sy(hi)), ("#000", 3));
+            }
+        }
+        let ly = mt + 10.0 + series.len() as f64 * 18.0;
+        let lx = ml + pw + 12.0;
+        let _ = writeln!(s, "{}", diamond(lx + 10.0, ly));
+        legend_text(&mut s, (lx, ly), &m.label);
     }
     s += "</svg>\n";
     s

@@ -580,6 +580,109 @@ change_pct = [-5, 5]
     }
 }
 
+/// A scenario of several mixes with the cache-fair analysis: each mix runs on its own
+/// (its own directory), every run ends when the principal's work segment is done, and
+/// the section has the variability table, the best-effort slowdown, the paper's value
+/// against the measured, the reconnaissance check and the plots. Fails if a mix is not
+/// run, a run does not stop at its segment, or a part of the analysis is missing.
+#[test]
+fn reproduce_cachefair_analyses_fast_and_slow_mixes() {
+    let d = tmp("cachefair-mixes");
+    let ex = d.join("experiments").join("cachefair");
+    std::fs::create_dir_all(&ex).unwrap();
+    let principal = r#"{ profile = "gzip", class = "cache-fair", start_jitter_ms = 2, segment = { start_instructions = 6_000_000, instructions = 3_000_000 } }"#;
+    let other =
+        |p: &str, class: &str| format!(r#"{{ profile = "{p}", start_jitter_ms = 2{class} }}"#);
+    let mix = |label: &str, a: &str, b: &str, c: &str| {
+        format!(
+            "[[mixes]]\nlabel = \"{label}\"\nthreads = [{principal}, {}, {}, {}]\n\n",
+            other(a, ""),
+            other(b, ""),
+            other(c, r#", class = "best-effort""#)
+        )
+    };
+    let file = format!(
+        r#"name = "cf-tiny"
+description = "tiny"
+machine = "t1-dual"
+duration_ms = 2000
+stop_after_segments = true
+seeds = [1, 2]
+metrics = ["ips"]
+analyses = ["cachefair"]
+min_quanta = 1
+
+[kernel]
+baseline = "fx"
+fx_quantum_ms = 2
+
+[[variants]]
+label = "fx"
+
+[[variants]]
+label = "cachefair"
+policies = [{{ name = "cachefair", quantum_ms = 2, recon_instructions = 2_000_000, min_points = 3, calibration_instructions = 300_000, repeat_instructions = 100_000_000 }}]
+
+[[paper]]
+what = "gzip: 21%"
+source = "§5.2"
+metric = "variability_pct"
+variant = "fx"
+program = "gzip"
+value = [21, 21]
+
+{}{}"#,
+        mix("gzip-fast", "vpr", "vpr", "crafty"),
+        mix("gzip-slow", "art", "mcf", "gcc")
+    );
+    std::fs::write(ex.join("tiny.toml"), file).unwrap();
+    let out = d.join("out");
+    run_ok(&[
+        "reproduce",
+        "cachefair",
+        "--experiments",
+        d.join("experiments").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    for m in ["gzip-fast", "gzip-slow"] {
+        let r = std::fs::read_to_string(out.join("cachefair/tiny").join(m).join("results.json"))
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&r).unwrap();
+        for row in v.as_array().unwrap() {
+            let res = &row["result"];
+            let seg = res["threads"][0]["segment_ms"].as_f64().unwrap();
+            let start = res["threads"][0]["segment_start_ms"].as_f64().unwrap();
+            let end = res["measured_ms"].as_f64().unwrap();
+            assert!((start + seg - end).abs() < 0.01, "{m}: ends at {end} ms");
+        }
+    }
+    let md = std::fs::read_to_string(out.join("cachefair/paper-vs-measured.md")).unwrap();
+    for want in [
+        "| gzip |",
+        "reduction (cachefair vs fx)",
+        "Best-effort thread under `cachefair` against `fx`",
+        "| gzip: 21% | §5.2 | fx | gzip | 21.0% |",
+        "ended its first reconnaissance before its work segment began",
+        "in 4 of 4",
+        "cachefair: calibrations",
+        "Plot: `completion-times.svg`",
+    ] {
+        assert!(md.contains(want), "missing '{want}' in:\n{md}");
+    }
+    for f in [
+        "variability-fx.svg",
+        "variability-cachefair.svg",
+        "completion-times.svg",
+    ] {
+        let svg = std::fs::read_to_string(out.join("cachefair/tiny").join(f)).unwrap();
+        assert!(
+            svg.contains("principal program") && svg.contains("gzip"),
+            "{f}"
+        );
+    }
+}
+
 /// The sensitivity study: one parameter moved both ways, each workload run under the
 /// baseline and CASC, a table row with the moved values and the paired changes, and
 /// both charts. Fails if the parameter is not moved (the values 12 and 20 are twolf's

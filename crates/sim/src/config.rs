@@ -258,6 +258,17 @@ pub struct ThreadGroup {
     /// Start time in ms (default 0).
     #[serde(default)]
     pub start_ms: f64,
+    /// Each thread of the group starts later than `start_ms` by a delay drawn by the
+    /// run's seed uniformly from [0, this) ms (default 0: no delay). Programs launched
+    /// one after another start out of phase; this models that phase without scripting
+    /// it, so quanta on different CPUs do not expire in lockstep.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub start_jitter_ms: f64,
+    /// A work segment whose completion time the result reports (default: none): each
+    /// thread of the group is timed from its `start_instructions`-th instruction to
+    /// `instructions` later ([`crate::result::ThreadResult::segment_ms`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<WorkSegment>,
     /// Nice value (default 0).
     #[serde(default)]
     pub nice: i32,
@@ -281,6 +292,28 @@ fn one() -> u32 {
     1
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A stretch of a thread's instructions whose completion time is measured, as the
+/// cache-fair paper's "work segments": the simulated time from the thread's
+/// `start_instructions`-th instruction to its (`start_instructions` +
+/// `instructions`)-th. Unknown keys are rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkSegment {
+    /// Instructions the thread completes before the segment begins (counted from its
+    /// start, warm-up included).
+    pub start_instructions: u64,
+    /// Instructions in the segment, at least 1.
+    pub instructions: u64,
+}
+
 impl ThreadGroup {
     /// A group of `count` threads of profile `name`.
     pub fn of(name: &str, count: u32) -> ThreadGroup {
@@ -296,6 +329,8 @@ impl ThreadGroup {
             count,
             same_process: false,
             start_ms: 0.0,
+            start_jitter_ms: 0.0,
+            segment: None,
             nice: 0,
             fx_priority: 0,
             class: None,
@@ -364,9 +399,14 @@ impl ThreadGroup {
                 self.fx_priority
             )));
         }
-        if !(self.start_ms >= 0.0) {
+        if !(self.start_ms >= 0.0) || !(self.start_jitter_ms >= 0.0) {
             return Err(WorkloadError::Invalid(
-                "start_ms must be non-negative".into(),
+                "start_ms and start_jitter_ms must be non-negative".into(),
+            ));
+        }
+        if self.segment.is_some_and(|s| s.instructions == 0) {
+            return Err(WorkloadError::Invalid(
+                "segment.instructions must be at least 1".into(),
             ));
         }
         let src = if let Some(path) = &self.trace {
@@ -562,6 +602,11 @@ pub struct SimConfig {
     /// Timeline sample interval in ms (default 10).
     #[serde(default = "default_sample")]
     pub sample_ms: f64,
+    /// End the run as soon as every thread with a work segment
+    /// ([`ThreadGroup::segment`]) has completed it, before `duration_ms` if they all
+    /// do (default false): "run until the principal completes its segment".
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stop_after_segments: bool,
     /// The seed that drives everything (default 1).
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -600,6 +645,7 @@ impl SimConfig {
             duration_ms: default_duration(),
             warmup_ms: 0.0,
             sample_ms: default_sample(),
+            stop_after_segments: false,
             seed: default_seed(),
         }
     }

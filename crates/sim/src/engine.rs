@@ -16,7 +16,7 @@ use crate::hw::memory::{BusStats, MemorySystem, ServedBy};
 use crate::hw::prefetch::PrefetchStats;
 use crate::kernel::class::{Class, SchedEntity};
 use crate::kernel::segments::Domain;
-use crate::kernel::{Cpu, Kernel, PolicyEvent, State, Thread, Timer};
+use crate::kernel::{Cpu, Kernel, PolicyEvent, SegmentTimer, State, Thread, Timer};
 use crate::result::{
     mean_std, CacheOccupancy, CpuResult, KernelStats, RunResult, ThreadResult, TimelinePoint,
 };
@@ -226,12 +226,16 @@ impl Kernel {
                 };
                 let end = ct.slot_cycle(first + n).max(now + own);
                 th.ctr.instructions += n;
+                let mark = th.ctr.instructions >= th.segment.next;
                 th.timing.instr += n;
                 th.timing.addr = addr;
                 th.timing.write = write;
                 th.timing.dependent = dep;
                 th.timing.pc = pc;
                 th.timing.phase = Phase::Access;
+                if mark {
+                    self.pass_segment_mark(t, now);
+                }
                 self.set_ready(c, end);
             }
             Op::Sleep(d) => {
@@ -249,6 +253,28 @@ impl Kernel {
                 self.events.push(PolicyEvent::Exited(self.threads[t].id));
                 self.schedule(c, now, false);
             }
+        }
+    }
+}
+
+impl Kernel {
+    /// Thread `t` passed a mark of its work segment at `now`. The first segment to
+    /// begin opens the run's segment window and closes it when it ends: every thread's
+    /// instruction count is noted at both ends, for its progress while that segment ran.
+    #[cold]
+    fn pass_segment_mark(&mut self, t: usize, now: u64) {
+        let done = self.threads[t].segment.pass(now);
+        if done {
+            self.segments_open -= 1;
+        }
+        let side = match (self.window_owner, done) {
+            (None, false) => 0,
+            (Some(o), true) if o == t => 1,
+            _ => return,
+        };
+        self.window_owner = Some(t);
+        for th in &mut self.threads {
+            th.window_instructions[side] = Some(th.ctr.instructions);
         }
     }
 }
@@ -424,8 +450,14 @@ impl Simulation {
                     base_slices: 0,
                     sharing_group: (g.same_process && g.sharing_groups() > 1)
                         .then_some(sharing_group),
+                    segment: SegmentTimer::new(g.segment),
+                    window_instructions: [None; 2],
                 });
-                starts.push((cyc(g.start_ms), idx));
+                let jitter = match cyc(g.start_jitter_ms) {
+                    0 => 0,
+                    j => rng.fork(5000 + idx as u64).below(j),
+                };
+                starts.push((cyc(g.start_ms) + jitter, idx));
             }
             process += if g.same_process { 1 } else { g.count };
         }
@@ -507,6 +539,17 @@ impl Simulation {
         }
         let ipath_shift = topo.fetch_line_shift();
         let ncores = topo.nr_cores();
+        let threads_with_segments = threads
+            .iter()
+            .filter(|t| t.segment.next != u64::MAX)
+            .count();
+        if cfg.stop_after_segments && threads_with_segments == 0 {
+            return Err(SimError::Config(
+                "stop_after_segments is set but no thread group has a segment: give one a \
+                 `segment = { start_instructions = ..., instructions = ... }` or drop the setting"
+                    .into(),
+            ));
+        }
         let kern = Kernel {
             class: Class::new(&cfg.kernel, topo.nr_cpus()),
             kcfg: cfg.kernel.clone(),
@@ -540,6 +583,8 @@ impl Simulation {
             events: Vec::new(),
             stats: KernelStats::default(),
             available: CounterKind::ALL.to_vec(),
+            segments_open: threads_with_segments,
+            window_owner: None,
             mem,
             llc_class_of_cpu: per_core_partition,
             topo,
@@ -748,6 +793,11 @@ impl Simulation {
                 self.handle_timer(at, timer)?;
             } else {
                 self.k.step(bc);
+                if self.k.segments_open == 0 && self.cfg.stop_after_segments {
+                    // every work segment is complete: the run ends here
+                    self.end = t.max(1);
+                    break;
+                }
             }
             if !self.k.events.is_empty() {
                 self.deliver_events();
@@ -789,6 +839,16 @@ impl Simulation {
                     sharing_group: t.sharing_group,
                     slices: t.slices - t.base_slices,
                     solo_ips: None,
+                    segment_start_ms: t.segment.started.map(|c| self.k.ns(c) as f64 / 1e6),
+                    segment_ms: t
+                        .segment
+                        .started
+                        .zip(t.segment.ended)
+                        .map(|(a, b)| self.k.ns(b - a) as f64 / 1e6),
+                    segment_window_instructions: match t.window_instructions {
+                        [Some(a), Some(b)] => Some(b - a),
+                        _ => None,
+                    },
                 }
             })
             .collect();

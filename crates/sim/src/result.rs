@@ -35,6 +35,22 @@ pub struct ThreadResult {
     /// or Jain's index; `None` (and absent from JSON) otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub solo_ips: Option<f64>,
+    /// When the thread began its work segment ([`crate::config::WorkSegment`]), ms of
+    /// simulated time from the start of the run; `None` (and absent from JSON) for a
+    /// thread without one or that never reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_start_ms: Option<f64>,
+    /// How long the thread took to complete its work segment, ms of simulated time;
+    /// `None` (and absent from JSON) for a thread without one or that did not complete
+    /// it before the run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_ms: Option<f64>,
+    /// Instructions the thread retired while the run's first work segment ran (from
+    /// the first thread's segment start to that thread's segment end): every thread's
+    /// progress during the principal's segment. `None` (and absent from JSON) when no
+    /// segment completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_window_instructions: Option<u64>,
 }
 
 /// One CPU's result over the measured window.

@@ -726,3 +726,108 @@ fn the_quick_runnable_answer_equals_the_snapshots() {
     // ~300 ticks × 3 threads, and 5 ids that never exist
     assert!(runnable > 200 && not > 300 * 5 + 50, "{runnable} {not}");
 }
+
+/// A work segment is timed from its first to its last instruction, and
+/// `stop_after_segments` ends the run right there: the run's length is where the
+/// segment ended, and the thread retired the instructions up to it (within one fetch
+/// batch's operation). Fails if the marks are passed at the wrong instruction counts,
+/// the times are taken from the wrong clock, or the run does not stop.
+#[test]
+fn a_work_segment_is_timed_and_can_end_the_run() {
+    let mut c = cfg("t1-dual", "gzip:1", 2000.0);
+    c.threads[0].segment = Some(WorkSegment {
+        start_instructions: 2_000_000,
+        instructions: 5_000_000,
+    });
+    c.stop_after_segments = true;
+    let r = simulate(&c).unwrap();
+    let t = &r.threads[0];
+    let (start, len) = (t.segment_start_ms.unwrap(), t.segment_ms.unwrap());
+    assert!(
+        (r.measured_ms - (start + len)).abs() < 0.01,
+        "run ended at {} ms, segment {start} + {len} ms",
+        r.measured_ms
+    );
+    let instr = t.counters.instructions;
+    assert!(
+        (7_000_000..7_001_000).contains(&instr),
+        "{instr} instructions at the segment's end"
+    );
+    // alone, the segment runs at the thread's own rate: 5 M instructions in the time the
+    // run's instruction rate says, within 5% (the segment is past the cold start)
+    let expected_ms = 5e6 / r.ips * 1e3;
+    assert!(
+        (len / expected_ms - 1.0).abs() < 0.05,
+        "segment {len} ms, the whole run's rate says {expected_ms} ms"
+    );
+    // two such threads bound to one CPU take turns of 1 ms: each segment takes about
+    // twice as long
+    let mut two = c.clone();
+    two.threads[0].count = 2;
+    two.threads[0].cpus = Some(vec![0]);
+    two.kernel.baseline = Baseline::Fx;
+    two.kernel.fx_quantum_ms = Some(1.0);
+    let r2 = simulate(&two).unwrap();
+    let lens: Vec<f64> = r2.threads.iter().map(|t| t.segment_ms.unwrap()).collect();
+    for l in &lens {
+        assert!(
+            (l / len - 2.0).abs() < 0.25,
+            "segments {lens:?} ms sharing one CPU, {len} ms alone"
+        );
+    }
+    // the first segment to begin is the run's window: its owner retired exactly its
+    // segment in it (within one operation), the other about as much (equal turns)
+    let w: Vec<u64> = r2
+        .threads
+        .iter()
+        .map(|t| t.segment_window_instructions.unwrap())
+        .collect();
+    let owner = if r2.threads[0].segment_start_ms <= r2.threads[1].segment_start_ms {
+        0
+    } else {
+        1
+    };
+    assert!(
+        (5_000_000..5_001_000).contains(&w[owner]),
+        "window instructions {w:?}"
+    );
+    assert!(
+        (w[1 - owner] as f64 / 5e6 - 1.0).abs() < 0.15,
+        "window instructions {w:?}"
+    );
+}
+
+/// A start-time jitter delays each thread by a seeded amount within its bound: the same
+/// seed gives the same start, different seeds different ones. Fails if the jitter is
+/// ignored, unseeded or out of bounds.
+#[test]
+fn start_jitter_delays_threads_by_a_seeded_amount() {
+    let run = |seed: u64| {
+        let mut c = cfg("t1-dual", "gzip:2", 60.0);
+        c.threads[0].start_jitter_ms = 40.0;
+        c.seed = seed;
+        let r = simulate(&c).unwrap();
+        r.threads
+            .iter()
+            .map(|t| 60.0 - t.counters.cpu_time_ns as f64 / 1e6)
+            .collect::<Vec<f64>>()
+    };
+    let delays: Vec<Vec<f64>> = (1..=4).map(run).collect();
+    assert_eq!(delays[0], run(1));
+    for d in delays.iter().flatten() {
+        assert!((0.0..40.5).contains(d), "delays {delays:?} ms");
+    }
+    let mut all: Vec<f64> = delays.into_iter().flatten().collect();
+    all.sort_by(f64::total_cmp);
+    all.dedup_by(|a, b| (*a - *b).abs() < 0.5);
+    assert!(all.len() >= 6, "8 seeded delays, distinct: {all:?} ms");
+}
+
+/// `stop_after_segments` without any segment is a configuration error naming the fix.
+#[test]
+fn stopping_after_segments_needs_a_segment() {
+    let mut c = cfg("t1-dual", "gzip:1", 10.0);
+    c.stop_after_segments = true;
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(e.contains("no thread group has a segment"), "{e}");
+}

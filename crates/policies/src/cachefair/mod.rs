@@ -232,6 +232,10 @@ struct Stats {
     taken_from_be_ns: i64,
     fair_mpc: BTreeMap<ThreadId, f64>,
     fair_method: BTreeMap<ThreadId, FairMethod>,
+    /// Per thread, its instruction count when its first reconnaissance ended.
+    recon_end: BTreeMap<ThreadId, u64>,
+    /// Data points of every finished reconnaissance phase, summed.
+    recon_points: u64,
 }
 
 /// The cache-fair scheduler. See the [module documentation](self).
@@ -302,6 +306,7 @@ impl CacheFair {
             return;
         };
         self.stats.recon_phases += 1;
+        self.stats.recon_points += points.len() as u64;
         if model.fair.method.is_fallback() {
             *self
                 .stats
@@ -313,6 +318,7 @@ impl CacheFair {
         self.stats.stall_fallbacks +=
             model.mem_stall.is_fallback() as u64 + model.sb_stall.is_fallback() as u64;
         self.stats.fair_mpc.insert(t, model.fair.mpc);
+        self.stats.recon_end.entry(t).or_insert(now.instructions);
         self.stats.fair_method.insert(t, model.fair.method);
         if let Some(ft) = self.fair.get_mut(&t) {
             ft.phase = Phase::Calibrate {
@@ -612,6 +618,7 @@ impl Policy for CacheFair {
         let mut v = vec![
             ("recon_phases".to_string(), s.recon_phases as f64),
             ("recon_without_points".into(), s.recon_without_points as f64),
+            ("recon_points".into(), s.recon_points as f64),
             ("extrapolated".into(), s.extrapolated as f64),
             ("stall_fallbacks".into(), s.stall_fallbacks as f64),
             ("calibrations".into(), s.calibrations as f64),
@@ -633,6 +640,9 @@ impl Policy for CacheFair {
                 format!("fair_fallback.{}", t.0),
                 m.is_fallback() as u8 as f64,
             ));
+        }
+        for (t, n) in &s.recon_end {
+            v.push((format!("recon_end_instructions.{}", t.0), *n as f64));
         }
         for (b, st) in &self.best_effort {
             v.push((format!("be_penalty_ms.{}", b.0), st.penalty_ns as f64 / 1e6));

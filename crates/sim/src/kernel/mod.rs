@@ -76,6 +76,58 @@ pub(crate) struct Thread {
     pub(crate) base_slices: u64,
     /// Ground truth for scoring clusterings: the sharing group within the process.
     pub(crate) sharing_group: Option<u32>,
+    /// Its work segment's timing.
+    pub(crate) segment: SegmentTimer,
+    /// Its instruction count when the run's segment window opened and closed.
+    pub(crate) window_instructions: [Option<u64>; 2],
+}
+
+/// The timing of a thread's work segment ([`crate::config::WorkSegment`]): the cycles
+/// at which it passed the segment's first and last instruction.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SegmentTimer {
+    /// The instruction count at which the next mark is passed (`u64::MAX`: none left,
+    /// so the hot loop's check never fires for a thread without a segment).
+    pub(crate) next: u64,
+    /// The instruction count that ends the segment.
+    end_instructions: u64,
+    /// The cycle at which the segment began.
+    pub(crate) started: Option<u64>,
+    /// The cycle at which it ended.
+    pub(crate) ended: Option<u64>,
+}
+
+impl SegmentTimer {
+    /// The timer of `segment` (none: a timer that never fires).
+    pub(crate) fn new(segment: Option<crate::config::WorkSegment>) -> SegmentTimer {
+        let (next, end) = segment.map_or((u64::MAX, u64::MAX), |s| {
+            (
+                s.start_instructions,
+                s.start_instructions.saturating_add(s.instructions),
+            )
+        });
+        SegmentTimer {
+            next,
+            end_instructions: end,
+            started: None,
+            ended: None,
+        }
+    }
+
+    /// The thread passed the next mark at cycle `now`; returns whether that completed
+    /// the segment.
+    #[cold]
+    pub(crate) fn pass(&mut self, now: u64) -> bool {
+        if self.started.is_none() {
+            self.started = Some(now);
+            self.next = self.end_instructions;
+            false
+        } else {
+            self.ended = Some(now);
+            self.next = u64::MAX;
+            true
+        }
+    }
 }
 
 pub(crate) struct Cpu {
@@ -162,6 +214,11 @@ pub(crate) struct Kernel {
     /// class of its core, which a thread's fills take while it runs there.
     pub(crate) llc_class_of_cpu: Option<Vec<(usize, u16)>>,
     pub(crate) available: Vec<CounterKind>,
+    /// Threads whose work segment has not completed yet.
+    pub(crate) segments_open: usize,
+    /// The thread whose segment opened the run's segment window (the first to begin
+    /// one).
+    pub(crate) window_owner: Option<usize>,
 }
 
 impl Kernel {

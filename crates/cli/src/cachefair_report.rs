@@ -1,0 +1,500 @@
+//! The cache-fair paper's analysis over a scenario's mixes (`analyses = ["cachefair"]`):
+//! each program runs as the *principal* (the thread of class `cache-fair`) in a fast
+//! and a slow schedule (mixes labelled `PROGRAM-fast` and `PROGRAM-slow`); the
+//! principal's completion time of its work segment is compared between the two
+//! schedules under every variant (Figures 6-8), and the best-effort thread's progress
+//! under each policy variant against the baseline (§5.4).
+//!
+//! Measures (the `metric` of the scenario's paper values):
+//! - `variability_pct`: how much longer the principal takes in the slow schedule than
+//!   in the fast one, `100 · (slow − fast) / fast`, per seed, then mean and interval;
+//! - `variability_reduction`: the baseline's mean variability over a variant's;
+//! - `be_slowdown_pct`: how much less the best-effort thread progresses (its
+//!   instructions per ms while the principal runs its work segment) under a variant
+//!   than under the baseline in the same mix and seed, `100 · (1 − variant /
+//!   baseline)`; without a program, the worst mix.
+
+use crate::experiment::{over_seeds, plain, Job, Scenario};
+use crate::paper::{agreement, PaperValue};
+use crate::simulate_cmd::write_file;
+use crate::svg::{bar_chart, Marks, Series};
+use anyhow::{bail, Result};
+use cachesched_core::ThreadClass;
+use cachesched_sim::RunResult;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The measures the analysis reports, as a paper value's `metric`.
+pub const MEASURES: &[&str] = &[
+    "variability_pct",
+    "variability_reduction",
+    "be_slowdown_pct",
+];
+
+/// One mix's label, scenario, jobs and results.
+pub type MixRuns = (Option<String>, Scenario, Vec<Job>, Vec<RunResult>);
+
+/// Checks a paper value of a scenario of several mixes: a measure of this analysis, a
+/// known variant other than the baseline where the measure compares with it, a program
+/// that has mixes, a value (not a change).
+pub fn validate_paper_value(pv: &PaperValue, sc: &Scenario) -> Result<(), String> {
+    let what = &pv.what;
+    if !MEASURES.contains(&pv.metric.as_str()) {
+        return Err(format!(
+            "paper value '{what}': in a scenario of several mixes the metric is one of the \
+             analysis's measures: {}",
+            MEASURES.join(", ")
+        ));
+    }
+    let Some(vi) = sc.variants.iter().position(|v| v.label == pv.variant) else {
+        return Err(format!(
+            "paper value '{what}': no variant labelled '{}'",
+            pv.variant
+        ));
+    };
+    if vi == 0 && pv.metric != "variability_pct" {
+        return Err(format!(
+            "paper value '{what}': {} compares a variant with the baseline (the first \
+             variant), so its variant cannot be the baseline",
+            pv.metric
+        ));
+    }
+    if pv.value.is_none() || pv.change_pct.is_some() || pv.against.is_some() || pv.llc_kb.is_some()
+    {
+        return Err(format!(
+            "paper value '{what}': give `value` (a range) only; change_pct, against and \
+             llc_kb do not apply to a measure over mixes"
+        ));
+    }
+    if let Some(p) = &pv.program {
+        if !sc.mixes.iter().any(|m| program_of(&m.label).0 == p) {
+            return Err(format!("paper value '{what}': no mix of program '{p}'"));
+        }
+    }
+    Ok(())
+}
+
+/// `PROGRAM-fast` → (`PROGRAM`, Some(true)), `PROGRAM-slow` → (`PROGRAM`, Some(false)),
+/// anything else → (label, None).
+fn program_of(label: &str) -> (&str, Option<bool>) {
+    if let Some(p) = label.strip_suffix("-fast") {
+        (p, Some(true))
+    } else if let Some(p) = label.strip_suffix("-slow") {
+        (p, Some(false))
+    } else {
+        (label, None)
+    }
+}
+
+/// The index of the first thread of class `class` in a run of `sc`.
+fn thread_of(sc: &Scenario, class: ThreadClass) -> Option<usize> {
+    let mut idx = 0;
+    for g in &sc.threads {
+        if g.class == Some(class) {
+            return Some(idx);
+        }
+        idx += g.count as usize;
+    }
+    None
+}
+
+/// Per seed, a value of each run of variant `v`.
+fn by_seed(
+    jobs: &[Job],
+    runs: &[RunResult],
+    v: usize,
+    f: impl Fn(&RunResult) -> f64,
+) -> BTreeMap<u64, f64> {
+    jobs.iter()
+        .zip(runs)
+        .filter(|(j, _)| j.variant == v)
+        .map(|(j, r)| (j.seed, f(r)))
+        .collect()
+}
+
+/// What the analysis computes for one program.
+struct Program {
+    name: String,
+    /// Per variant: the principal's completion times (ms) per seed, fast and slow.
+    fast: Vec<BTreeMap<u64, f64>>,
+    slow: Vec<BTreeMap<u64, f64>>,
+    /// Per variant other than the baseline, per schedule: the best-effort slowdown per
+    /// seed, %.
+    be_slowdown: Vec<[BTreeMap<u64, f64>; 2]>,
+}
+
+impl Program {
+    /// The variability of variant `v`, % (mean and 95% half-width over seeds).
+    fn variability(&self, v: usize) -> (f64, f64) {
+        let d: Vec<f64> = self.fast[v]
+            .iter()
+            .filter_map(|(s, f)| self.slow[v].get(s).map(|sl| 100.0 * (sl - f) / f))
+            .collect();
+        over_seeds(&d)
+    }
+}
+
+/// Mean and interval of a seed map's values.
+fn stats(m: &BTreeMap<u64, f64>) -> (f64, f64) {
+    over_seeds(&m.values().copied().collect::<Vec<f64>>())
+}
+
+fn show((m, h): (f64, f64), unit: &str) -> String {
+    if !m.is_finite() {
+        return "n/a".into();
+    }
+    if h.is_finite() {
+        format!("{}{unit} ± {}", plain(m), plain(h))
+    } else {
+        format!("{}{unit}", plain(m))
+    }
+}
+
+/// The analysis section: variability table and plots (written to `out`), best-effort
+/// slowdowns, the paper's values against the measured, and the policy's mechanism
+/// counts.
+pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
+    let nv = sc.variants.len();
+    let mut programs: Vec<Program> = Vec::new();
+    let mut missing = 0usize;
+    let mut mech: BTreeMap<String, f64> = BTreeMap::new();
+    let mut calibrating = (0usize, 0usize);
+    for (mix, sub, jobs, runs) in done {
+        let label = mix.as_deref().unwrap_or("");
+        let (name, fast) = program_of(label);
+        let Some(fast) = fast else {
+            bail!(
+                "the cachefair analysis needs mixes labelled PROGRAM-fast and PROGRAM-slow; \
+                 got '{label}'"
+            );
+        };
+        let Some(principal) = thread_of(sub, ThreadClass::CacheFair) else {
+            bail!("mix '{label}': no thread group of class cache-fair (the principal)");
+        };
+        let be = thread_of(sub, ThreadClass::BestEffort);
+        let i = match programs.iter().position(|p| p.name == name) {
+            Some(i) => i,
+            None => {
+                programs.push(Program {
+                    name: name.to_string(),
+                    fast: vec![BTreeMap::new(); nv],
+                    slow: vec![BTreeMap::new(); nv],
+                    be_slowdown: (0..nv).map(|_| Default::default()).collect(),
+                });
+                programs.len() - 1
+            }
+        };
+        let seg_start = sub.threads.iter().find_map(|g| g.segment);
+        for v in 0..nv {
+            let times = by_seed(jobs, runs, v, |r| {
+                r.threads[principal].segment_ms.unwrap_or(f64::NAN)
+            });
+            missing += times.values().filter(|t| !t.is_finite()).count();
+            let p = &mut programs[i];
+            let times: BTreeMap<u64, f64> =
+                times.into_iter().filter(|(_, t)| t.is_finite()).collect();
+            if fast {
+                p.fast[v] = times;
+            } else {
+                p.slow[v] = times;
+            }
+            if v == 0 {
+                continue;
+            }
+            if let Some(b) = be {
+                // its progress while the principal ran its segment
+                let ips = |r: &RunResult| match (
+                    r.threads[b].segment_window_instructions,
+                    r.threads[principal].segment_ms,
+                ) {
+                    (Some(i), Some(ms)) if ms > 0.0 => i as f64 / ms,
+                    _ => f64::NAN,
+                };
+                let base = by_seed(jobs, runs, 0, ips);
+                let d: BTreeMap<u64, f64> = by_seed(jobs, runs, v, ips)
+                    .into_iter()
+                    .filter_map(|(s, x)| base.get(&s).map(|b| (s, 100.0 * (1.0 - x / b))))
+                    .filter(|(_, d)| d.is_finite())
+                    .collect();
+                p.be_slowdown[v][usize::from(!fast)] = d;
+            }
+            for (_, r) in jobs.iter().zip(runs).filter(|(j, _)| j.variant == v) {
+                for (k, x) in &r.policy_stats {
+                    if !k.contains('.') {
+                        *mech
+                            .entry(format!("{}: {k}", sc.variants[v].label))
+                            .or_default() += x;
+                    }
+                }
+                let key = format!("recon_end_instructions.{principal}");
+                if let (Some(&end), Some(seg)) = (r.policy_stats.get(&key), seg_start) {
+                    calibrating.1 += 1;
+                    calibrating.0 += usize::from(end <= seg.start_instructions as f64);
+                }
+            }
+        }
+    }
+    let mut md = String::new();
+    // the variability table (Figures 6-7) and raw completion times (Figure 8)
+    let _ = write!(md, "| program |");
+    for v in &sc.variants {
+        let _ = write!(
+            md,
+            " {0}: fast (ms) | {0}: slow (ms) | {0}: variability |",
+            v.label
+        );
+    }
+    for v in sc.variants.iter().skip(1) {
+        let _ = write!(md, " reduction ({} vs {}) |", v.label, sc.variants[0].label);
+    }
+    md += " paper |\n|---|";
+    md += &"---|".repeat(3 * nv + nv.saturating_sub(1) + 1);
+    md += "\n";
+    let paper_of = |program: &str, metric: &str, variant: &str| -> Option<&PaperValue> {
+        sc.paper.iter().find(|pv| {
+            pv.metric == metric && pv.variant == variant && pv.program.as_deref() == Some(program)
+        })
+    };
+    for p in &programs {
+        let _ = write!(md, "| {} |", p.name);
+        for v in 0..nv {
+            let _ = write!(
+                md,
+                " {} | {} | {} |",
+                show(stats(&p.fast[v]), ""),
+                show(stats(&p.slow[v]), ""),
+                show(p.variability(v), "%")
+            );
+        }
+        let base = p.variability(0).0;
+        for v in 1..nv {
+            let _ = write!(md, " {} |", plain(base / p.variability(v).0));
+        }
+        let said: Vec<String> = sc
+            .variants
+            .iter()
+            .filter_map(|v| {
+                paper_of(&p.name, "variability_pct", &v.label)
+                    .map(|pv| format!("{}: {}", v.label, range_text(pv.range(), "%")))
+            })
+            .collect();
+        let _ = writeln!(
+            md,
+            " {} |",
+            if said.is_empty() {
+                "-".into()
+            } else {
+                said.join("; ")
+            }
+        );
+    }
+    md += "\nVariability: how much longer the principal takes to complete its work segment \
+           in the slow schedule than in the fast one, per seed, then mean ± 95% interval. \
+           Reduction: the baseline's mean variability over the variant's.\n\n";
+    if missing > 0 {
+        let _ = writeln!(
+            md,
+            "**{missing} run(s) ended before the principal completed its segment** and are left \
+             out: raise `duration_ms`.\n"
+        );
+    }
+    // best-effort slowdowns (§5.4)
+    for v in 1..nv {
+        let mut worst: Option<(String, (f64, f64))> = None;
+        let mut rows = String::new();
+        for p in &programs {
+            for (k, sched) in ["fast", "slow"].iter().enumerate() {
+                let s = stats(&p.be_slowdown[v][k]);
+                if !s.0.is_finite() {
+                    continue;
+                }
+                let _ = write!(rows, " {} {sched} {};", p.name, show(s, "%"));
+                if worst.as_ref().is_none_or(|w| s.0 > w.1 .0) {
+                    worst = Some((format!("{}-{sched}", p.name), s));
+                }
+            }
+        }
+        if let Some((mix, s)) = worst {
+            let _ = writeln!(
+                md,
+                "Best-effort thread under `{}` against `{}` (slowdown of its instructions per \
+                 ms while the principal ran its segment, paired by seed; negative: it gained): worst mix `{mix}`, {}. Every \
+                 mix:{}\n",
+                sc.variants[v].label,
+                sc.variants[0].label,
+                show(s, "%"),
+                rows.trim_end_matches(';')
+            );
+        }
+    }
+    // the paper's values against the measured
+    if !sc.paper.is_empty() {
+        md += "| paper | source | variant | program | paper value | measured (mean ± 95% CI) | measured against the paper |\n|---|---|---|---|---|---|---|\n";
+        for pv in &sc.paper {
+            let v = PaperValue::index(sc, &pv.variant);
+            let selected: Vec<&Program> = programs
+                .iter()
+                .filter(|p| pv.program.as_ref().is_none_or(|n| *n == p.name))
+                .collect();
+            let rows: Vec<(String, (f64, f64))> = selected
+                .iter()
+                .map(|p| {
+                    let m = match pv.metric.as_str() {
+                        "variability_pct" => p.variability(v),
+                        "variability_reduction" => {
+                            (p.variability(0).0 / p.variability(v).0, f64::NAN)
+                        }
+                        _ => {
+                            // the worse of the two schedules
+                            let (f, s) = (stats(&p.be_slowdown[v][0]), stats(&p.be_slowdown[v][1]));
+                            if f.0 >= s.0 || !s.0.is_finite() {
+                                f
+                            } else {
+                                s
+                            }
+                        }
+                    };
+                    (p.name.clone(), m)
+                })
+                .collect();
+            // without a program: the worst (largest) over programs
+            let shown: Vec<(String, (f64, f64))> = if pv.program.is_some() {
+                rows
+            } else {
+                rows.into_iter()
+                    .filter(|r| r.1 .0.is_finite())
+                    .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+                    .map(|(n, m)| vec![(format!("worst: {n}"), m)])
+                    .unwrap_or_default()
+            };
+            for (name, m) in shown {
+                let unit = if pv.metric == "variability_reduction" {
+                    "×"
+                } else {
+                    "%"
+                };
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {name} | {} | {} | {} |",
+                    pv.what,
+                    pv.source,
+                    pv.variant,
+                    range_text(pv.range(), unit),
+                    show(m, unit),
+                    agreement(pv.range(), m)
+                );
+            }
+        }
+        md += "\n";
+    }
+    if calibrating.1 > 0 {
+        let _ = writeln!(
+            md,
+            "The principal had ended its first reconnaissance before its work segment began \
+             (so the segment ran in the calibration phase, as the paper's did) in {} of {} \
+             cache-fair runs.\n",
+            calibrating.0, calibrating.1
+        );
+    }
+    if !mech.is_empty() {
+        md += "Mechanism counts, summed over all mixes and seeds: ";
+        let parts: Vec<String> = mech
+            .iter()
+            .map(|(k, x)| format!("{k} {}", plain(*x)))
+            .collect();
+        md += &parts.join("; ");
+        md += ".\n\n";
+    }
+    // plots
+    let cats: Vec<String> = programs.iter().map(|p| p.name.clone()).collect();
+    for (v, variant) in sc.variants.iter().enumerate() {
+        let series = vec![Series::with_intervals(
+            format!("{} (measured)", variant.label),
+            &programs
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i as f64, p.variability(v)))
+                .collect::<Vec<_>>(),
+        )];
+        let marks = Marks {
+            label: "paper (value or range)".into(),
+            points: programs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    paper_of(&p.name, "variability_pct", &variant.label)
+                        .map(|pv| (i, pv.range()[0], pv.range()[1]))
+                })
+                .collect(),
+        };
+        let name = format!("variability-{}.svg", variant.label);
+        write_file(
+            &out.join(&name),
+            &bar_chart(
+                &format!(
+                    "Completion time, slow against fast schedule, under {}",
+                    variant.label
+                ),
+                "principal program",
+                "slow vs fast completion time (%)",
+                &cats,
+                &series,
+                Some(&marks),
+            ),
+        )?;
+        let _ = writeln!(md, "Plot: `{name}`.");
+    }
+    let mut raw = Vec::new();
+    for (v, variant) in sc.variants.iter().enumerate() {
+        for (sched, get) in [("fast", 0usize), ("slow", 1)] {
+            raw.push(Series::with_intervals(
+                format!("{} {sched}", variant.label),
+                &programs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        (
+                            i as f64,
+                            stats(if get == 0 { &p.fast[v] } else { &p.slow[v] }),
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            ));
+        }
+    }
+    write_file(
+        &out.join("completion-times.svg"),
+        &bar_chart(
+            "Completion time of the principal's work segment",
+            "principal program",
+            "completion time (ms of simulated time)",
+            &cats,
+            &raw,
+            None,
+        ),
+    )?;
+    md += "Plot: `completion-times.svg`.\n";
+    Ok(md)
+}
+
+/// A published range in words.
+fn range_text(r: [f64; 2], unit: &str) -> String {
+    if r[0] == r[1] {
+        format!("{}{unit}", plain(r[0]))
+    } else {
+        format!("{}{unit} to {}{unit}", plain(r[0]), plain(r[1]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mix_labels_name_program_and_schedule() {
+        assert_eq!(program_of("vortex-fast"), ("vortex", Some(true)));
+        assert_eq!(program_of("gzip-slow"), ("gzip", Some(false)));
+        assert_eq!(program_of("gzip"), ("gzip", None));
+    }
+}
