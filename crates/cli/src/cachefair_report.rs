@@ -89,14 +89,9 @@ fn program_of(label: &str) -> (&str, Option<bool>) {
 
 /// The index of the first thread of class `class` in a run of `sc`.
 fn thread_of(sc: &Scenario, class: ThreadClass) -> Option<usize> {
-    let mut idx = 0;
-    for g in &sc.threads {
-        if g.class == Some(class) {
-            return Some(idx);
-        }
-        idx += g.count as usize;
-    }
-    None
+    crate::solo::group_of_threads(&sc.threads)
+        .into_iter()
+        .position(|g| sc.threads[g].class == Some(class))
 }
 
 /// Per seed, a value of each run of variant `v`.
@@ -125,6 +120,20 @@ struct Program {
 }
 
 impl Program {
+    /// The best-effort thread's slowdown under variant `v` in the worse of the two
+    /// schedules, % (mean and 95% half-width over seeds).
+    fn be_worst(&self, v: usize) -> (f64, f64) {
+        let (f, s) = (
+            stats(&self.be_slowdown[v][0]),
+            stats(&self.be_slowdown[v][1]),
+        );
+        if f.0 >= s.0 || !s.0.is_finite() {
+            f
+        } else {
+            s
+        }
+    }
+
     /// The variability of variant `v`, % (mean and 95% half-width over seeds).
     fn variability(&self, v: usize) -> (f64, f64) {
         let d: Vec<f64> = self.fast[v]
@@ -186,6 +195,15 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
             }
         };
         let seg_start = sub.threads.iter().find_map(|g| g.segment);
+        // the best-effort thread's progress while the principal ran its segment
+        let be_rate = |r: &RunResult| match (
+            be.and_then(|b| r.threads[b].segment_window_instructions),
+            r.threads[principal].segment_ms,
+        ) {
+            (Some(i), Some(ms)) if ms > 0.0 => i as f64 / ms,
+            _ => f64::NAN,
+        };
+        let be_base = by_seed(jobs, runs, 0, be_rate);
         for v in 0..nv {
             let times = by_seed(jobs, runs, v, |r| {
                 r.threads[principal].segment_ms.unwrap_or(f64::NAN)
@@ -202,23 +220,11 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
             if v == 0 {
                 continue;
             }
-            if let Some(b) = be {
-                // its progress while the principal ran its segment
-                let ips = |r: &RunResult| match (
-                    r.threads[b].segment_window_instructions,
-                    r.threads[principal].segment_ms,
-                ) {
-                    (Some(i), Some(ms)) if ms > 0.0 => i as f64 / ms,
-                    _ => f64::NAN,
-                };
-                let base = by_seed(jobs, runs, 0, ips);
-                let d: BTreeMap<u64, f64> = by_seed(jobs, runs, v, ips)
-                    .into_iter()
-                    .filter_map(|(s, x)| base.get(&s).map(|b| (s, 100.0 * (1.0 - x / b))))
-                    .filter(|(_, d)| d.is_finite())
-                    .collect();
-                p.be_slowdown[v][usize::from(!fast)] = d;
-            }
+            p.be_slowdown[v][usize::from(!fast)] = by_seed(jobs, runs, v, be_rate)
+                .into_iter()
+                .filter_map(|(s, x)| be_base.get(&s).map(|b| (s, 100.0 * (1.0 - x / b))))
+                .filter(|(_, d)| d.is_finite())
+                .collect();
             for (_, r) in jobs.iter().zip(runs).filter(|(j, _)| j.variant == v) {
                 for (k, x) in &r.policy_stats {
                     if !k.contains('.') {
@@ -345,15 +351,7 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
                         "variability_reduction" => {
                             (p.variability(0).0 / p.variability(v).0, f64::NAN)
                         }
-                        _ => {
-                            // the worse of the two schedules
-                            let (f, s) = (stats(&p.be_slowdown[v][0]), stats(&p.be_slowdown[v][1]));
-                            if f.0 >= s.0 || !s.0.is_finite() {
-                                f
-                            } else {
-                                s
-                            }
-                        }
+                        _ => p.be_worst(v),
                     };
                     (p.name.clone(), m)
                 })

@@ -68,6 +68,27 @@ pub struct Mix {
     pub threads: Vec<ThreadGroup>,
 }
 
+/// One scenario of a file, planned ([`Scenario::plan`]): a mix's scenario (or the
+/// file's own, without mixes) and its runs.
+pub struct Planned {
+    /// The mix's label (`None`: the scenario has no mixes).
+    pub mix: Option<String>,
+    /// The scenario it runs.
+    pub sc: Scenario,
+    /// Its runs.
+    pub jobs: Vec<Job>,
+}
+
+impl Planned {
+    /// Where its outputs go under the scenario's output directory `base`: a
+    /// subdirectory named after its mix, or `base` itself.
+    pub fn out(&self, base: &std::path::Path) -> PathBuf {
+        self.mix
+            .as_ref()
+            .map_or(base.to_path_buf(), |m| base.join(m))
+    }
+}
+
 /// A sweep over one machine parameter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -518,6 +539,21 @@ impl Scenario {
             .collect()
     }
 
+    /// Every run of every mix ([`Scenario::per_mix`]), each checked to be buildable,
+    /// before any of them runs; an error names the mix.
+    pub fn plan(&self) -> Result<Vec<Planned>> {
+        self.per_mix()
+            .into_iter()
+            .map(|(mix, sc)| {
+                let jobs = match &mix {
+                    Some(m) => sc.jobs().with_context(|| format!("in mix '{m}'"))?,
+                    None => sc.jobs()?,
+                };
+                Ok(Planned { mix, sc, jobs })
+            })
+            .collect()
+    }
+
     /// Every run of the scenario, each checked to be buildable.
     pub fn jobs(&self) -> Result<Vec<Job>> {
         let sizes: Vec<Option<u64>> = match &self.sweep {
@@ -728,15 +764,9 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-    // plan every mix before running any
-    let mut plan = Vec::new();
-    for (mix, sub) in sc.per_mix() {
-        let jobs = sub.jobs()?;
-        plan.push((mix, sub, jobs));
-    }
-    for (mix, sub, jobs) in plan {
-        let dir = mix.map_or_else(|| out.clone(), |m| out.join(m));
-        if run_scenario(&sub, jobs, &dir, a.jobs)?.is_none() {
+    for p in sc.plan()? {
+        let dir = p.out(&out);
+        if run_scenario(&p.sc, p.jobs, &dir, a.jobs)?.is_none() {
             return Ok(130);
         }
     }

@@ -35,10 +35,10 @@ pub fn solo_config(cfg: &SimConfig, group: &ThreadGroup) -> SimConfig {
     }
 }
 
-/// The thread group of each thread of `cfg`, in thread-id order (the simulator numbers
-/// threads group by group).
-pub fn group_of_threads(cfg: &SimConfig) -> Vec<usize> {
-    cfg.threads
+/// The thread group of each thread of a run of `groups`, in thread-id order (the
+/// simulator numbers threads group by group).
+pub fn group_of_threads(groups: &[ThreadGroup]) -> Vec<usize> {
+    groups
         .iter()
         .enumerate()
         .flat_map(|(g, grp)| std::iter::repeat_n(g, grp.count as usize))
@@ -118,7 +118,7 @@ pub fn store(k: u64, config: &SimConfig, r: &RunResult) -> Result<f64> {
 /// Sets every thread's solo reference in `r` (the result of `cfg`) from `refs`, given
 /// the keys of `cfg`'s thread groups.
 pub fn attach(cfg: &SimConfig, group_keys: &[u64], refs: &BTreeMap<u64, f64>, r: &mut RunResult) {
-    let groups = group_of_threads(cfg);
+    let groups = group_of_threads(&cfg.threads);
     for t in &mut r.threads {
         t.solo_ips = groups
             .get(t.id as usize)
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(bdb.threads[0].count, 1);
         assert!(bdb.policies.is_empty());
         assert_eq!(bdb.seed, 9);
-        assert_eq!(group_of_threads(&cfg), vec![0, 1, 1, 2, 3]);
+        assert_eq!(group_of_threads(&cfg.threads), vec![0, 1, 1, 2, 3]);
         let mut other = cfg.clone();
         other.seed = 10;
         let (d2, _) = plan(&[&cfg, &other]).unwrap();

@@ -266,6 +266,9 @@ impl Kernel {
         let done = self.threads[t].segment.pass(now);
         if done {
             self.segments_open -= 1;
+            if self.segments_open == 0 && self.stop_after_segments {
+                self.add_timer(now, Timer::Stop);
+            }
         }
         let side = match (self.window_owner, done) {
             (None, false) => 0,
@@ -584,6 +587,7 @@ impl Simulation {
             stats: KernelStats::default(),
             available: CounterKind::ALL.to_vec(),
             segments_open: threads_with_segments,
+            stop_after_segments: cfg.stop_after_segments,
             window_owner: None,
             mem,
             llc_class_of_cpu: per_core_partition,
@@ -747,6 +751,10 @@ impl Simulation {
                 self.last_sample = (at, tot);
                 self.k.add_timer(at + self.sample_every, Timer::Sample);
             }
+            Timer::Stop => {
+                // every work segment is complete: the run ends here
+                self.end = at.max(1);
+            }
             Timer::WarmupEnd => {
                 self.snapshot_totals(at);
                 self.base_time = at;
@@ -793,11 +801,6 @@ impl Simulation {
                 self.handle_timer(at, timer)?;
             } else {
                 self.k.step(bc);
-                if self.k.segments_open == 0 && self.cfg.stop_after_segments {
-                    // every work segment is complete: the run ends here
-                    self.end = t.max(1);
-                    break;
-                }
             }
             if !self.k.events.is_empty() {
                 self.deliver_events();

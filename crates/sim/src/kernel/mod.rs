@@ -156,6 +156,8 @@ pub(crate) enum Timer {
     PolicyTick(u64),
     Sample,
     WarmupEnd,
+    /// Every work segment is complete and the run was asked to stop then.
+    Stop,
 }
 
 pub(crate) enum PolicyEvent {
@@ -216,6 +218,9 @@ pub(crate) struct Kernel {
     pub(crate) available: Vec<CounterKind>,
     /// Threads whose work segment has not completed yet.
     pub(crate) segments_open: usize,
+    /// Whether the run ends when the last work segment completes
+    /// ([`crate::config::SimConfig::stop_after_segments`]).
+    pub(crate) stop_after_segments: bool,
     /// The thread whose segment opened the run's segment window (the first to begin
     /// one).
     pub(crate) window_owner: Option<usize>,
