@@ -77,7 +77,11 @@ enum Command {
     /// Policies that work without hardware counters: `timeslice` (static 45 ms slices,
     /// `timeslice:slice_ms=30`), `affinity` (home LLC domain; `affinity:home=core`),
     /// `demo` (pins round robin; `demo:slice_ms=10,nice=5`). `timeslice:mode=dynamic`
-    /// needs LLC-miss counters and refuses to start without them.
+    /// needs LLC-miss counters and refuses to start without them. `cachefair` takes
+    /// threads' classes from `--class` rules (`--class cache-fair=comm:mcf*
+    /// --class best-effort=cgroup:/sys/fs/cgroup/cpu/batch`), compensates through
+    /// weights (nice values), and needs cycles, instructions, LLC-miss and stall
+    /// counters and co-run segments: it refuses to start, naming what is missing.
     Run(run_cmd::RunArgs),
     /// Undo what a killed `cachesched run --journal FILE` left changed.
     Restore(run_cmd::RestoreArgs),

@@ -2,6 +2,8 @@
 
 use anyhow::{bail, Context, Result};
 use cachesched_core::Policy;
+use cachesched_core::ThreadClass;
+use cachesched_linux::classes::ClassRule;
 use cachesched_linux::daemon::{self, Daemon, DaemonConfig, StatsRecord, Target};
 use cachesched_linux::process::{self, exit_code, reap};
 use cachesched_linux::sched;
@@ -59,6 +61,11 @@ pub struct RunArgs {
     /// can undo them if cachesched is killed with SIGKILL (removed after a clean end).
     #[arg(long, value_name = "FILE")]
     journal: Option<PathBuf>,
+    /// Give threads a class (cache-fair or best-effort, for the cachefair policy):
+    /// CLASS=pid:N, CLASS=comm:GLOB (the thread's or its process's command name) or
+    /// CLASS=cgroup:DIR; repeat for several, the first that matches wins.
+    #[arg(long = "class", value_name = "CLASS=MATCH")]
+    classes: Vec<ClassRule>,
     /// Seed of the policies' random choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -183,11 +190,19 @@ pub fn run(a: RunArgs) -> Result<i32> {
     };
     // a process or cgroup that does not exist is said before anything else is printed
     target.check()?;
+    for r in &a.classes {
+        r.check()?;
+    }
     let specs = a
         .policies
         .iter()
         .map(|s| PolicySpec::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
+    let classes_used = specs.iter().any(PolicySpec::uses_classes);
+    let cachefair = specs.iter().any(|s| matches!(s, PolicySpec::Cachefair(_)));
+    if cachefair && !a.classes.iter().any(|r| r.class == ThreadClass::CacheFair) {
+        bail!("policy cachefair needs threads of the cache-fair class: give --class cache-fair=MATCH (pid:N, comm:GLOB or cgroup:DIR), and --class best-effort=MATCH for the threads it may take CPU time from");
+    }
     let policy: Box<dyn Policy> = if specs.len() == 1 {
         build_policy(&specs[0])
     } else {
@@ -202,6 +217,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         stats_counters: !a.no_stats_counters,
         seed: a.seed,
         journal: a.journal.clone(),
+        classes: a.classes.clone(),
     };
     eprintln!(
         "cachesched run: policy {} on {}; seed {}",
@@ -218,6 +234,11 @@ pub fn run(a: RunArgs) -> Result<i32> {
     );
     for w in &host.warnings {
         eprintln!("  topology: {w}");
+    }
+    if !a.classes.is_empty() && !classes_used {
+        eprintln!(
+            "warning: --class has no effect: no policy given uses thread classes (cachefair does; demo with cache_fair_nice or best_effort_nice)"
+        );
     }
     let honours = sched::kernel_honours_slices();
     if honours == Some(false) && specs.iter().any(|s| matches!(s, PolicySpec::Timeslice(_))) {

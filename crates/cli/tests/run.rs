@@ -745,3 +745,168 @@ fn without_privilege_it_stops_cleanly_and_says_what_is_needed() {
     assert_eq!(settings_of(&[pid]), before);
     kill_all(vec![b]);
 }
+
+/// A sleeping process whose command name is `comm` (run through a symbolic link of
+/// that name to `sleep`).
+fn sleeper_named(dir: &std::path::Path, comm: &str) -> Child {
+    let link = dir.join(comm);
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
+    let c = Command::new(&link).arg("30").spawn().unwrap();
+    let t0 = Instant::now();
+    while procfs::process_stat(c.id() as i32).map_or(true, |s| s.comm != comm) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{comm} never started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    c
+}
+
+/// Classes come from rules by command name, process and cgroup, the first match wins,
+/// and whatever a policy did by class is restored. The demo policy gives each class its
+/// own nice value, so a class shows in the real processes' nice values. Fails if a rule
+/// gives the wrong class (or none), a thread of no rule gets one, or a nice value
+/// survives the daemon.
+#[test]
+fn threads_get_classes_by_rule_and_are_restored() {
+    let _g = serial();
+    let d = tmp("classes");
+    let principal = sleeper_named(&d, "cfprincipal");
+    let by_pid = sleeper_named(&d, "cfbypid");
+    // matched by both a pid rule (best-effort) and, later, the comm rule: first wins
+    let both = sleeper_named(&d, "cfprincboth");
+    let plain = sleeper_named(&d, "cfplain");
+    let cg = test_cgroup("cpu");
+    let in_cgroup = sleeper_named(&d, "cfcgroup");
+    if let Some(dir) = &cg {
+        std::fs::write(dir.join("cgroup.procs"), in_cgroup.id().to_string()).unwrap();
+    }
+    let pid = |c: &Child| c.id() as i32;
+    let all = [&principal, &by_pid, &both, &plain, &in_cgroup].map(pid);
+    let before = settings_of(&all);
+    let mut args: Vec<String> = [
+        "run",
+        "--policy",
+        "demo:pin=false,cache_fair_nice=3,best_effort_nice=9",
+        "--duration-s",
+        "1.5",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push("--class".into());
+    args.push(format!("best-effort=pid:{}", pid(&by_pid)));
+    args.push("--class".into());
+    args.push(format!("best-effort=pid:{}", pid(&both)));
+    args.push("--class".into());
+    args.push("cache-fair=comm:cfprinc*".into());
+    if let Some(dir) = &cg {
+        args.push("--class".into());
+        args.push(format!("best-effort=cgroup:{}", dir.display()));
+    }
+    for p in all {
+        args.push("--pid".into());
+        args.push(p.to_string());
+    }
+    let daemon = bin().args(&args).stderr(Stdio::piped()).spawn().unwrap();
+    let want = |p: i32| {
+        if p == pid(&principal) {
+            3
+        } else if p == pid(&by_pid) || p == pid(&both) || (cg.is_some() && p == pid(&in_cgroup)) {
+            9
+        } else {
+            0
+        }
+    };
+    let t0 = Instant::now();
+    loop {
+        let now = settings_of(&all);
+        if all.iter().all(|&p| now[&p].nice == want(p)) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "classes not applied: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = wait(daemon, 20);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("has no effect"), "{err}");
+    assert_eq!(settings_of(&all), before, "not restored");
+    kill_all(vec![principal, by_pid, both, plain, in_cgroup]);
+    if let Some(dir) = cg {
+        std::fs::remove_dir(&dir).unwrap();
+    }
+}
+
+/// The cache-fair scheduler needs per-thread cycles, instructions, LLC misses and
+/// stall counters; on a machine without them (this one: no hardware PMU) it refuses
+/// to start and names each, before changing anything; it also refuses without a
+/// cache-fair class, and bad class rules are named. Fails if it starts half-blind,
+/// touches the managed process, or an error does not say what to do.
+#[test]
+fn cachefair_refuses_without_its_counters_or_classes() {
+    let _g = serial();
+    let d = tmp("cachefair-refusal");
+    let s = sleeper_named(&d, "cfrefused");
+    let pid = s.id() as i32;
+    let before = settings_of(&[pid]);
+    let run = |extra: &[&str]| {
+        let mut c = bin();
+        c.args(["run", "--policy", "cachefair", "--pid", &pid.to_string()]);
+        c.args(extra);
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, err) = run(&["--class", "cache-fair=comm:cfrefused"]);
+    assert_eq!(code, Some(2), "{err}");
+    let probe = cachesched_linux::daemon::available_counters();
+    let missing: Vec<&str> = probe
+        .iter()
+        .filter(|(_, r)| r.is_err())
+        .map(|(k, _)| k.name())
+        .filter(|n| {
+            [
+                "instructions",
+                "cycles",
+                "llc_misses",
+                "data_stall_dram_cycles",
+                "instr_stall_dram_cycles",
+                "store_buffer_stall_cycles",
+            ]
+            .contains(n)
+        })
+        .collect();
+    // with or without a PMU, it also says it needs co-run segments
+    assert!(err.contains("needs co-run segments"), "{err}");
+    if !missing.is_empty() {
+        assert!(err.contains("policy 'cachefair' needs counters"), "{err}");
+        for m in &missing {
+            assert!(err.contains(m), "{m} not named: {err}");
+        }
+    }
+    assert_eq!(
+        settings_of(&[pid]),
+        before,
+        "the managed process was changed"
+    );
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--class cache-fair="), "{err}");
+    let (code, err) = run(&["--class", "cache-fair=pid:0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("expected CLASS=MATCH with CLASS cache-fair"),
+        "{err}"
+    );
+    let (code, err) = run(&["--class", "best-effort=cgroup:/nonexistent/cachesched"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot read the threads of cgroup"), "{err}");
+    kill_all(vec![s]);
+}

@@ -127,6 +127,9 @@ pub struct ThreadView {
     pub runnable: bool,
     /// The CPUs it may currently use.
     pub mask: Cpumask,
+    /// Its nice value: the original one, or what [`Directive::SetNice`] made it
+    /// (boosts not included).
+    pub nice: i32,
 }
 
 /// One member of a co-run segment.
@@ -247,6 +250,14 @@ pub trait KernelView {
     }
     /// The counters this kernel can provide.
     fn available_counters(&self) -> &[CounterKind];
+    /// Whether a longer slice gives a thread a larger share of its CPU: true for
+    /// quantum-based round-robin classes (Solaris FX and TS, RR), where equal-priority
+    /// threads take turns of one quantum each; false (the default) for weighted fair
+    /// classes (CFS/EEVDF), where a slice only sets how long a thread runs at a time and
+    /// its share follows its weight.
+    fn slice_is_share(&self) -> bool {
+        false
+    }
 }
 
 /// Everything a policy hook may look at, and where its directives go.
@@ -287,6 +298,11 @@ impl<'a> Ctx<'a> {
     /// Cumulative counters of a live thread.
     pub fn counters(&self, t: ThreadId) -> Option<Counters> {
         self.view.thread(t).map(|v| v.counters)
+    }
+    /// Whether a longer slice gives a thread a larger share of its CPU on this kernel
+    /// ([`KernelView::slice_is_share`]).
+    pub fn slice_is_share(&self) -> bool {
+        self.view.slice_is_share()
     }
     /// Whether the kernel provides counter `kind`.
     pub fn has_counter(&self, kind: CounterKind) -> bool {

@@ -23,11 +23,18 @@
 //!
 //! Counters in a [`ThreadView`] count from when the daemon started watching the thread,
 //! and are refreshed before each tick (when the policy requires counters) and for each
-//! stats line. Co-run segments are not built on Linux: a policy that only wants them is
-//! told so by a warning; one that requires them (CASC) refuses to start, on every machine, before anything is changed
-//! ([`DaemonError::NeedsCorunSegments`]): with a PMU it would otherwise start, wait for
-//! measurements that never come, and could keep threads confined and boosted.
+//! stats line. A policy whose counters the machine lacks refuses to start, naming each
+//! ([`DaemonError::MissingCounters`]). Co-run segments are not built on Linux: a policy
+//! that only wants them is told so by a warning; one that requires them (CASC,
+//! cache-fair) refuses to start, on every machine, before anything is changed
+//! ([`DaemonError::NeedsCorunSegments`], checked after the counters so that a machine
+//! without them hears about those first): with a PMU it would otherwise start, wait
+//! for measurements that never come, and could keep threads confined and boosted.
+//!
+//! Threads get their class ([`cachesched_core::ThreadInfo::class`]) from
+//! [`DaemonConfig::classes`] when they are taken over ([`crate::classes`]).
 
+use crate::classes::{ClassRule, Classifier};
 use crate::perf::{self, Counter, PerfError};
 use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
 use crate::sched::{Journal, RestoreReport, SchedError, Settings, Tid};
@@ -110,6 +117,9 @@ pub struct DaemonConfig {
     /// A journal file recording every change before it is made, for `cachesched
     /// restore` if the daemon is killed without restoring (default none).
     pub journal: Option<PathBuf>,
+    /// Rules giving threads a class ([`crate::classes`]), first match wins (default
+    /// none: no thread has a class).
+    pub classes: Vec<ClassRule>,
 }
 
 impl Default for DaemonConfig {
@@ -121,6 +131,7 @@ impl Default for DaemonConfig {
             stats_counters: true,
             seed: 1,
             journal: None,
+            classes: Vec::new(),
         }
     }
 }
@@ -128,16 +139,19 @@ impl Default for DaemonConfig {
 /// Why the daemon could not start or had to stop.
 #[derive(Debug, Error)]
 pub enum DaemonError {
-    /// The policy requires counters this machine does not provide.
-    #[error("policy '{policy}' needs counters this machine does not provide, so it will not start:\n{}", missing.iter().map(|(k, why)| format!("  {}: {why}", k.name())).collect::<Vec<_>>().join("\n"))]
+    /// The policy requires counters this machine does not provide (and perhaps co-run
+    /// segments too: then both are said).
+    #[error("policy '{policy}' needs counters this machine does not provide, so it will not start:\n{}{}", missing.iter().map(|(k, why)| format!("  {}: {why}", k.name())).collect::<Vec<_>>().join("\n"), if *needs_segments { format!("\nIt also {}", segments_refusal(policy)) } else { String::new() })]
     MissingCounters {
         /// The policy.
         policy: String,
         /// Each missing counter and why.
         missing: Vec<(CounterKind, String)>,
+        /// Whether it also requires co-run segments.
+        needs_segments: bool,
     },
     /// The policy needs co-run segments, which this backend does not build.
-    #[error("policy '{policy}' needs co-run segments (intervals in which the same threads share a cache, with each thread's counters over them), which the Linux backend does not build, so it will not start on any machine; run it on the simulated machine (`cachesched simulate --policy {policy}` or `cachesched reproduce`)")]
+    #[error("policy '{policy}' {}", segments_refusal(policy))]
     NeedsCorunSegments {
         /// The policy.
         policy: String,
@@ -170,6 +184,9 @@ pub enum DaemonError {
     /// Reading `/proc` or a cgroup failed.
     #[error(transparent)]
     Proc(#[from] ProcError),
+    /// A class rule is not usable.
+    #[error(transparent)]
+    Class(crate::classes::ClassError),
     /// The cgroup directory is not usable.
     #[error("cannot use cgroup {path}: {reason}")]
     Cgroup {
@@ -178,6 +195,11 @@ pub enum DaemonError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// Why a policy that requires co-run segments cannot start here (after its name).
+fn segments_refusal(policy: &str) -> String {
+    format!("needs co-run segments (intervals in which the same threads share a cache, with each thread's counters over them), which the Linux backend does not build, so it will not start on any machine; run it on the simulated machine (`cachesched simulate --policy {policy}` or `cachesched reproduce`)")
 }
 
 /// One managed thread.
@@ -193,6 +215,8 @@ struct Tracked {
     mask: Cpumask,
     /// The nice value the policy asked for (`None`: the original).
     policy_nice: Option<i32>,
+    /// Its original nice value.
+    orig_nice: i32,
     boosted: bool,
 }
 
@@ -258,6 +282,7 @@ impl KernelView for State {
             last_cpu: cpu,
             runnable: tr.stat.runnable(),
             mask: tr.mask.clone(),
+            nice: tr.policy_nice.unwrap_or(tr.orig_nice),
         })
     }
     fn runnable(&self, t: ThreadId) -> Option<bool> {
@@ -454,6 +479,7 @@ const MAX_WARNINGS: usize = 1000;
 /// The daemon. See the [module documentation](self).
 pub struct Daemon {
     state: State,
+    classifier: Classifier,
     policy: Box<dyn Policy>,
     rng: SimRng,
     journal: Journal,
@@ -538,11 +564,6 @@ impl Daemon {
         target: Target,
         config: DaemonConfig,
     ) -> Result<Daemon, DaemonError> {
-        if policy.requires_corun_segments() {
-            return Err(DaemonError::NeedsCorunSegments {
-                policy: policy.name().to_string(),
-            });
-        }
         let probe = perf::probe();
         let have = |k: CounterKind| probe.iter().any(|(p, r)| *p == k && r.is_ok());
         let missing: Vec<(CounterKind, String)> = policy
@@ -562,6 +583,12 @@ impl Daemon {
             return Err(DaemonError::MissingCounters {
                 policy: policy.name().to_string(),
                 missing,
+                needs_segments: policy.requires_corun_segments(),
+            });
+        }
+        if policy.requires_corun_segments() {
+            return Err(DaemonError::NeedsCorunSegments {
+                policy: policy.name().to_string(),
             });
         }
         let mut kinds = policy.required_counters();
@@ -581,6 +608,9 @@ impl Daemon {
             raise_fd_limit();
         }
         target.check()?;
+        for r in &config.classes {
+            r.check().map_err(DaemonError::Class)?;
+        }
         let mut warnings = Vec::new();
         if policy.wants_corun_segments() {
             warnings.push(format!(
@@ -603,6 +633,7 @@ impl Daemon {
                 kinds,
             },
             policy,
+            classifier: Classifier::new(config.classes.clone()),
             rng: SimRng::new(config.seed),
             journal: match &config.journal {
                 Some(p) => Journal::with_file(p).map_err(DaemonError::Journal)?,
@@ -1024,6 +1055,9 @@ impl Daemon {
         let Some(now) = self.current()? else {
             return Ok(());
         };
+        if !self.classifier.is_empty() && now.keys().any(|t| !self.state.threads.contains_key(t)) {
+            self.classifier.refresh();
+        }
         let gone: Vec<Tid> = self
             .state
             .threads
@@ -1107,6 +1141,7 @@ impl Daemon {
             }
         }
         let mask = self.state.dense_mask(&orig.affinity);
+        let orig_nice = orig.nice;
         self.journal.track_started(tid, orig, Some(stat.starttime));
         let mut perf = Vec::with_capacity(self.state.kinds.len());
         for k in self.state.kinds.clone() {
@@ -1132,12 +1167,25 @@ impl Daemon {
                 }
             }
         }
+        let class = if self.classifier.is_empty() {
+            None
+        } else {
+            let process_comm = if pid == tid {
+                stat.comm.clone()
+            } else {
+                procfs::process_stat(pid)
+                    .map(|s| s.comm)
+                    .unwrap_or_default()
+            };
+            self.classifier
+                .class_of(tid, pid, &stat.comm, &process_comm)
+        };
         let tr = Tracked {
             pid,
             info: ThreadInfo {
                 name: stat.comm.clone(),
                 process: pid as u32,
-                class: None,
+                class,
             },
             stat,
             stat_file,
@@ -1145,6 +1193,7 @@ impl Daemon {
             counters: Counters::default(),
             mask,
             policy_nice: None,
+            orig_nice,
             boosted: false,
         };
         self.state.threads.insert(tid, tr);

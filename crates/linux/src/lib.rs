@@ -3,9 +3,11 @@
 //! It provides the host topology read from sysfs ([`sysfs`]), processes and threads
 //! from `/proc` ([`procfs`]), per-thread counters through `perf_event_open` ([`perf`]),
 //! per-thread scheduling controls (sched_setaffinity, sched_setattr slices, setpriority)
-//! behind a journal that restores them ([`sched`]), and the daemon that runs a policy on
-//! real threads with all of these ([`daemon`]).
+//! behind a journal that restores them ([`sched`]), thread classes assigned by rules
+//! ([`classes`]), and the daemon that runs a policy on real threads with all of these
+//! ([`daemon`]).
 
+pub mod classes;
 pub mod daemon;
 pub mod mmap;
 pub mod perf;

@@ -1,9 +1,9 @@
 //! A demonstration policy that exercises the whole API end to end: it pins threads to
 //! CPUs round robin (masks), optionally gives every thread a fixed slice and a nice
-//! value, asks for a periodic tick and counts the co-run segments it is shown. It is not
+//! value (or one per thread class), asks for a periodic tick and counts the co-run segments it is shown. It is not
 //! meant to improve anything.
 
-use cachesched_core::{CoRunSegment, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId};
+use cachesched_core::{CoRunSegment, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadClass, ThreadId};
 use serde::{Deserialize, Serialize};
 
 /// Configuration of [`Demo`].
@@ -18,6 +18,10 @@ pub struct DemoConfig {
     pub tick_ms: f64,
     /// Nice value to give every thread (default: none, leave it).
     pub nice: Option<i32>,
+    /// Nice value to give threads of the cache-fair class instead (default: none).
+    pub cache_fair_nice: Option<i32>,
+    /// Nice value to give threads of the best-effort class instead (default: none).
+    pub best_effort_nice: Option<i32>,
 }
 
 impl Default for DemoConfig {
@@ -27,6 +31,8 @@ impl Default for DemoConfig {
             slice_ms: None,
             tick_ms: 10.0,
             nice: None,
+            cache_fair_nice: None,
+            best_effort_nice: None,
         }
     }
 }
@@ -77,7 +83,14 @@ impl Policy for Demo {
         if let Some(s) = self.config.slice_ms {
             ctx.set_slice(thread, Some(Nanos::from_ms_f64(s)));
         }
-        if let Some(n) = self.config.nice {
+        let class = ctx.thread(thread).and_then(|v| v.info.class);
+        let nice = match class {
+            Some(ThreadClass::CacheFair) => self.config.cache_fair_nice,
+            Some(ThreadClass::BestEffort) => self.config.best_effort_nice,
+            None => None,
+        }
+        .or(self.config.nice);
+        if let Some(n) = nice {
             ctx.set_nice(thread, Some(n));
         }
     }

@@ -50,6 +50,15 @@ pub enum PolicyError {
 }
 
 impl PolicySpec {
+    /// Whether the policy treats threads by their class (cache-fair, best-effort).
+    pub fn uses_classes(&self) -> bool {
+        match self {
+            PolicySpec::Cachefair(_) => true,
+            PolicySpec::Demo(d) => d.cache_fair_nice.is_some() || d.best_effort_nice.is_some(),
+            _ => false,
+        }
+    }
+
     /// Parses the command-line form `name` or `name:key=value,key=value` (values in
     /// TOML syntax, e.g. `demo:slice_ms=10,pin=false`; a bare word such as
     /// `mode=dynamic` is taken as a string).
@@ -135,7 +144,9 @@ mod tests {
                 pin: false,
                 slice_ms: Some(10.0),
                 tick_ms: 10.0,
-                nice: None
+                nice: None,
+                cache_fair_nice: None,
+                best_effort_nice: None,
             })
         );
         assert!(matches!(

@@ -38,18 +38,31 @@
 //!
 //! The paper runs on Solaris's fixed-priority class, where a thread's quantum *is* its
 //! share: with equal priorities, threads take turns of one quantum each, so a longer
-//! quantum is more CPU time. This module adjusts slices, which is right on such a
-//! baseline (the simulator's `fx`, `ts` or `rr` classes); `quantum_ms` must be the
-//! baseline's quantum for these threads (Solaris FX at priorities 0–9: 200 ms). On a
-//! CFS-like baseline a slice changes only how long a thread runs at a time, not its
-//! share, so there compensation must go through weights; that mechanism is not built
-//! yet, and on such a baseline this policy only shifts when threads run.
+//! quantum is more CPU time. There ([`Mechanism::Slice`]) this module adjusts slices as
+//! described above; `quantum_ms` must be the baseline's quantum for these threads
+//! (Solaris FX at priorities 0–9: 200 ms).
+//!
+//! On a weighted fair class (CFS/EEVDF: Linux, the simulator's `cfs`) a slice changes
+//! only how long a thread runs at a time, not its share, which follows its weight. There
+//! ([`Mechanism::Weight`]) a calibration sets the cache-fair thread's weight to
+//! `CPI / FairCPI` times its own (bounded by `max_adjust`), and lowers one best-effort
+//! thread's weight by the same amount, so that the weights on a CPU keep their sum and
+//! the best-effort thread's share falls in proportion to its weight: the bound is on
+//! weight, at most `be_max_penalty` of its own (the same choice of thread: the one that
+//! has lost the least when taking, the most when giving). The adjustment is as
+//! temporary as a slice: every calibration replaces it, and the previous one is given
+//! back first. Weights are set through nice values, about 25% apart, so a weight
+//! between two levels is met on average by alternating them at every tick
+//! ([`weight::NiceDither`]). `mechanism = "auto"` (the default) picks slices where the
+//! kernel says a slice is a share ([`Ctx::slice_is_share`]) and weights elsewhere, so
+//! on Linux it uses weights.
 //!
 //! Miss rates are misses of the shared (last-level) cache per cycle, as in the paper;
 //! miss stalls are the cycles stalled on data and instructions served beyond it
 //! (DRAM or another chip).
 
 pub mod model;
+pub mod weight;
 
 use crate::within;
 use cachesched_core::num::ratio;
@@ -59,6 +72,7 @@ use cachesched_core::{
 use model::{FairMethod, FairModel, Point};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use weight::NiceDither;
 
 /// Configuration of [`CacheFair`]. Unknown keys are rejected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +113,24 @@ pub struct CacheFairConfig {
     /// How often threads' counters are read for calibration, ms, 0.1–1,000 (default
     /// 10, the Solaris clock tick the paper's scheduler runs on).
     pub tick_ms: f64,
+    /// How CPU time is given and taken (default `auto`: slices where the kernel's
+    /// slices are shares, weights otherwise).
+    pub mechanism: Mechanism,
+}
+
+/// How [`CacheFair`] gives a cache-fair thread CPU time and takes it from a
+/// best-effort thread. See the [module documentation](self#the-mechanism-and-the-baseline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// Slices where the kernel says a slice is a share
+    /// ([`Ctx::slice_is_share`]), weights otherwise.
+    #[default]
+    Auto,
+    /// The next quantum's length (the paper's, on Solaris's fixed-priority class).
+    Slice,
+    /// Weights, through nice values (for weighted fair classes: CFS/EEVDF).
+    Weight,
 }
 
 impl Default for CacheFairConfig {
@@ -115,6 +147,7 @@ impl Default for CacheFairConfig {
             max_adjust: 1.0,
             be_max_penalty: 0.08,
             tick_ms: 10.0,
+            mechanism: Mechanism::Auto,
         }
     }
 }
@@ -203,6 +236,11 @@ impl Quanta {
 struct FairThread {
     phase: Phase,
     quanta: Quanta,
+    /// Its weight (the weight mechanism).
+    dither: NiceDither,
+    /// The best-effort thread whose weight pays for its current adjustment, and the
+    /// adjustment (weight units; negative: given back).
+    lent: Option<(ThreadId, f64)>,
 }
 
 /// A best-effort thread.
@@ -213,6 +251,11 @@ struct BestEffort {
     penalty_ns: i64,
     /// Its CPU time when it was first seen, ns.
     cpu_start_ns: u64,
+    /// Its weight (the weight mechanism).
+    dither: NiceDither,
+    /// Weight taken from it for cache-fair threads now, net of weight given
+    /// (negative: it gained).
+    absorbed: f64,
 }
 
 /// Counters the stats report.
@@ -247,6 +290,8 @@ pub struct CacheFair {
     n: usize,
     fair: BTreeMap<ThreadId, FairThread>,
     best_effort: BTreeMap<ThreadId, BestEffort>,
+    /// Whether CPU time moves through weights rather than slices.
+    weights: bool,
     stats: Stats,
 }
 
@@ -259,6 +304,7 @@ impl CacheFair {
             n: 1,
             fair: BTreeMap::new(),
             best_effort: BTreeMap::new(),
+            weights: false,
             stats: Stats::default(),
         }
     }
@@ -357,8 +403,12 @@ impl CacheFair {
                 points: Vec::new(),
                 open: None,
             };
-            ft.quanta.pending_ns = 0;
-            ctx.set_slice(t, None);
+            if self.weights {
+                self.adjust_weight(t, 1.0);
+            } else {
+                ft.quanta.pending_ns = 0;
+                ctx.set_slice(t, None);
+            }
             return;
         }
         self.stats.calibrations += 1;
@@ -368,6 +418,10 @@ impl CacheFair {
             d.instructions,
         );
         let fair_cpi = model.fair_cpi(cpi, stall);
+        if self.weights {
+            self.adjust_weight(t, cpi / fair_cpi);
+            return;
+        }
         // never shorter than 1 ms
         let (lo, hi) = (
             -(self.config.max_adjust * q as f64).min(q as f64 - 1e6),
@@ -396,6 +450,121 @@ impl CacheFair {
             ft.quanta.pending_ns = delta;
         }
         ctx.set_slice(t, (delta != 0).then(|| Nanos((q + delta) as u64)));
+    }
+
+    /// Thread `t`'s reconnaissance or calibration, with its counters now.
+    fn advance(&mut self, ctx: &mut Ctx<'_>, t: ThreadId, now: &Counters) {
+        match self
+            .fair
+            .get(&t)
+            .map(|ft| matches!(ft.phase, Phase::Recon { .. }))
+        {
+            Some(true) => self.maybe_end_recon(t, now),
+            Some(false) => self.calibrate(ctx, t, now),
+            None => {}
+        }
+    }
+
+    /// A tick of the weight mechanism: reconnaissance and calibrations, then every
+    /// managed thread's nice value one step towards its weight.
+    fn tick_weights(&mut self, ctx: &mut Ctx<'_>) {
+        let fair: Vec<ThreadId> = self.fair.keys().copied().collect();
+        for &t in &fair {
+            if let Some(c) = ctx.counters(t) {
+                self.advance(ctx, t, &c);
+            }
+        }
+        let now = ctx.now();
+        let dithers = self
+            .fair
+            .iter_mut()
+            .map(|(&t, ft)| (t, &mut ft.dither))
+            .chain(
+                self.best_effort
+                    .iter_mut()
+                    .map(|(&b, s)| (b, &mut s.dither)),
+            );
+        for (t, d) in dithers {
+            if let Some(n) = d.step(now) {
+                ctx.set_nice(t, (n != d.base_nice()).then_some(n));
+            }
+        }
+    }
+
+    /// Adds `dw` to the weight taken from best-effort thread `b` (negative: gives it
+    /// back) and retargets its weight.
+    fn absorb(&mut self, b: ThreadId, dw: f64) {
+        if let Some(s) = self.best_effort.get_mut(&b) {
+            s.absorbed += dw;
+            if s.absorbed.abs() < 1e-6 {
+                s.absorbed = 0.0;
+            }
+            let w = s.dither.base_weight() - s.absorbed;
+            s.dither.set_target(w);
+        }
+    }
+
+    /// The weight mechanism's calibration: thread `t` should progress `speedup` times as
+    /// fast as it does (`CPI / FairCPI`), so its weight becomes `speedup` times its own,
+    /// and one best-effort thread's weight pays the difference (within
+    /// `be_max_penalty` of its own weight: with the weights on a CPU summing to the
+    /// same, its share falls in proportion).
+    fn adjust_weight(&mut self, t: ThreadId, speedup: f64) {
+        let Some(ft) = self.fair.get_mut(&t) else {
+            return;
+        };
+        let lent = ft.lent.take();
+        let w0 = ft.dither.base_weight();
+        if let Some((b, dw)) = lent {
+            self.absorb(b, -dw);
+        }
+        let m = self.config.max_adjust;
+        let mut dw = w0 * (speedup.clamp(1.0 / (1.0 + m), 1.0 + m) - 1.0);
+        if dw.abs() < 1e-3 * w0 {
+            dw = 0.0;
+        }
+        // taking: the one that lost the smallest share of its weight; giving: the largest
+        let frac = |s: &BestEffort| s.absorbed / s.dither.base_weight();
+        let chosen = self
+            .best_effort
+            .iter()
+            .map(|(&b, s)| (b, frac(s), s))
+            .reduce(|a, c| {
+                let better = if dw >= 0.0 { c.1 < a.1 } else { c.1 > a.1 };
+                if better {
+                    c
+                } else {
+                    a
+                }
+            })
+            .map(|(b, _, s)| {
+                let room = self.config.be_max_penalty * s.dither.base_weight() - s.absorbed;
+                (b, room.max(0.0))
+            });
+        match chosen {
+            None if dw != 0.0 => {
+                self.stats.no_best_effort += 1;
+                dw = 0.0;
+            }
+            Some((_, room)) if dw > room => {
+                self.stats.capped += 1;
+                dw = room;
+            }
+            _ => {}
+        }
+        if dw > 0.0 {
+            self.stats.adjusted_up += 1;
+        } else if dw < 0.0 {
+            self.stats.adjusted_down += 1;
+        }
+        let lent = chosen.filter(|_| dw != 0.0).map(|(b, _)| (b, dw));
+        if let Some((b, dw)) = lent {
+            self.absorb(b, dw);
+        }
+        if let Some(ft) = self.fair.get_mut(&t) {
+            ft.dither.set_target(w0 + dw);
+            ft.lent = lent;
+        }
     }
 
     /// The best-effort thread to absorb `delta` ns (positive: time taken from it) —
@@ -492,6 +661,11 @@ impl Policy for CacheFair {
                 .saturating_sub(1)
                 .max(1);
         }
+        self.weights = match self.config.mechanism {
+            Mechanism::Auto => !ctx.slice_is_share(),
+            Mechanism::Slice => false,
+            Mechanism::Weight => true,
+        };
         ctx.set_tick_period(Some(Nanos::from_ms_f64(self.config.tick_ms)));
     }
 
@@ -508,6 +682,8 @@ impl Policy for CacheFair {
                             open: None,
                         },
                         quanta: Quanta::default(),
+                        dither: NiceDither::new(v.nice),
+                        lent: None,
                     },
                 );
             }
@@ -516,6 +692,7 @@ impl Policy for CacheFair {
                     t,
                     BestEffort {
                         cpu_start_ns: v.counters.cpu_time_ns,
+                        dither: NiceDither::new(v.nice),
                         ..Default::default()
                     },
                 );
@@ -525,7 +702,11 @@ impl Policy for CacheFair {
     }
 
     fn thread_exited(&mut self, _ctx: &mut Ctx<'_>, t: ThreadId) {
-        self.fair.remove(&t);
+        if let Some(ft) = self.fair.remove(&t) {
+            if let Some((b, dw)) = ft.lent {
+                self.absorb(b, -dw);
+            }
+        }
         self.best_effort.remove(&t);
     }
 
@@ -577,6 +758,10 @@ impl Policy for CacheFair {
     }
 
     fn tick(&mut self, ctx: &mut Ctx<'_>) {
+        if self.weights {
+            self.tick_weights(ctx);
+            return;
+        }
         let be: Vec<ThreadId> = self.best_effort.keys().copied().collect();
         for b in be {
             let Some(v) = ctx.thread(b) else { continue };
@@ -601,15 +786,7 @@ impl Policy for CacheFair {
                 self.stats.given_ns += adj;
                 self.offset(ctx, adj);
             }
-            match self
-                .fair
-                .get(&t)
-                .map(|ft| matches!(ft.phase, Phase::Recon { .. }))
-            {
-                Some(true) => self.maybe_end_recon(t, &v.counters),
-                Some(false) => self.calibrate(ctx, t, &v.counters),
-                None => {}
-            }
+            self.advance(ctx, t, &v.counters);
         }
     }
 
@@ -628,6 +805,7 @@ impl Policy for CacheFair {
             ("no_best_effort".into(), s.no_best_effort as f64),
             ("given_ms".into(), s.given_ns as f64 / 1e6),
             ("taken_from_be_ms".into(), s.taken_from_be_ns as f64 / 1e6),
+            ("weights".into(), self.weights as u8 as f64),
         ];
         for (name, n) in &s.fallback {
             v.push((format!("fallback_{name}"), *n as f64));
@@ -646,6 +824,10 @@ impl Policy for CacheFair {
         }
         for (b, st) in &self.best_effort {
             v.push((format!("be_penalty_ms.{}", b.0), st.penalty_ns as f64 / 1e6));
+            if self.weights {
+                let pct = 100.0 * st.absorbed / st.dither.base_weight();
+                v.push((format!("be_weight_taken_pct.{}", b.0), pct));
+            }
         }
         v
     }

@@ -29,17 +29,7 @@
 use super::solaris_tables::{fx_quantum_ticks, ts_row, FX_MAX_LEVEL, TICK_MS, TS_MAX_LEVEL};
 use crate::config::{Baseline, KernelConfig};
 
-/// Linux's nice-to-weight table (`sched_prio_to_weight`), nice −20 … 19.
-pub const NICE_TO_WEIGHT: [u32; 40] = [
-    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
-    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
-    70, 56, 45, 36, 29, 23, 18, 15,
-];
-
-/// Weight of a nice value (clamped to −20..=19).
-pub fn nice_to_weight(nice: i32) -> u32 {
-    NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
-}
+pub use cachesched_core::num::{nice_to_weight, NICE_TO_WEIGHT};
 
 /// The global priority of a TS thread woken from sleep until it is dispatched: the
 /// lowest kernel-mode priority (`TSGPKP0`), above every user level.

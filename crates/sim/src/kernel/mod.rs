@@ -793,6 +793,7 @@ impl KernelView for Kernel {
             last_cpu: th.last_cpu.map(|c| CpuId(c as u32)),
             runnable: matches!(th.state, State::Running(_) | State::Runnable),
             mask: th.mask.clone(),
+            nice: th.se.nice,
         })
     }
     fn runnable(&self, t: ThreadId) -> Option<bool> {
@@ -801,6 +802,9 @@ impl KernelView for Kernel {
             State::Exited => None,
             s => Some(matches!(s, State::Running(_) | State::Runnable)),
         }
+    }
+    fn slice_is_share(&self) -> bool {
+        self.class.baseline() != Baseline::Cfs
     }
     fn available_counters(&self) -> &[CounterKind] {
         &self.available
