@@ -28,6 +28,9 @@ pub enum BenchCommand {
     /// The Linux daemon's own CPU time and decision latency with 10, 100 and 1,000
     /// managed threads.
     Daemon(crate::bench_daemon::DaemonBenchArgs),
+    /// The cache-fair scheduler's decision cost per co-run segment, reconnaissance and
+    /// calibration at 10, 100 and 1,000 threads, against its 10 ms tick.
+    Cachefair(crate::bench_cachefair::CacheFairBenchArgs),
 }
 
 /// Arguments of `cachesched bench casc`.
@@ -497,5 +500,6 @@ pub fn run(c: BenchCommand) -> Result<()> {
         BenchCommand::Workloads(a) => run_workloads(a),
         BenchCommand::Casc(a) => run_casc(a),
         BenchCommand::Daemon(a) => crate::bench_daemon::run(a),
+        BenchCommand::Cachefair(a) => crate::bench_cachefair::run(a),
     }
 }

@@ -251,6 +251,8 @@ struct BestEffort {
     penalty_ns: i64,
     /// Its CPU time when it was first seen, ns.
     cpu_start_ns: u64,
+    /// Its CPU time at the last tick, ns.
+    cpu_ns: u64,
     /// Its weight (the weight mechanism).
     dither: NiceDither,
     /// Weight taken from it for cache-fair threads now, net of weight given
@@ -429,7 +431,7 @@ impl CacheFair {
         );
         let mut delta = (q as f64 * (cpi / fair_cpi - 1.0)).clamp(lo, hi);
         // a best-effort thread must be able to absorb it
-        match self.choose_best_effort(ctx, delta) {
+        match self.choose_best_effort(delta) {
             None if delta != 0.0 => {
                 self.stats.no_best_effort += 1;
                 delta = 0.0;
@@ -570,16 +572,17 @@ impl CacheFair {
     /// The best-effort thread to absorb `delta` ns (positive: time taken from it) —
     /// when taking, the one with the least penalty; when giving, the one with the
     /// most — and how much it can absorb, ns.
-    fn choose_best_effort(&self, ctx: &Ctx<'_>, delta: f64) -> Option<(ThreadId, f64)> {
+    fn choose_best_effort(&self, delta: f64) -> Option<(ThreadId, f64)> {
         let max = self.config.be_max_penalty;
-        let candidates = self.best_effort.iter().filter_map(|(&b, s)| {
+        let candidates = self.best_effort.iter().map(|(&b, s)| {
             // penalty including what it has been armed with and not yet run
             let penalty = s.penalty_ns - s.quanta.pending_ns;
-            let cpu = ctx.counters(b)?.cpu_time_ns.saturating_sub(s.cpu_start_ns) as f64;
+            // its CPU time as of this tick (read once per tick, not per calibration)
+            let cpu = s.cpu_ns.saturating_sub(s.cpu_start_ns) as f64;
             // (penalty + x) / (cpu + penalty + x) <= max, with cpu + penalty what it
             // would have had
             let room = (max * (cpu + penalty as f64) - penalty as f64) / (1.0 - max).max(1e-9);
-            Some((b, penalty, room.max(0.0)))
+            (b, penalty, room.max(0.0))
         });
         if delta >= 0.0 {
             candidates
@@ -596,7 +599,7 @@ impl CacheFair {
     /// on a best-effort thread's next quantum.
     fn offset(&mut self, ctx: &mut Ctx<'_>, delta: i64) {
         let q = self.quantum_ns();
-        let Some((b, room)) = self.choose_best_effort(ctx, delta as f64) else {
+        let Some((b, room)) = self.choose_best_effort(delta as f64) else {
             return;
         };
         let take = if delta > 0 {
@@ -692,6 +695,7 @@ impl Policy for CacheFair {
                     t,
                     BestEffort {
                         cpu_start_ns: v.counters.cpu_time_ns,
+                        cpu_ns: v.counters.cpu_time_ns,
                         dither: NiceDither::new(v.nice),
                         ..Default::default()
                     },
@@ -768,6 +772,7 @@ impl Policy for CacheFair {
             let Some(s) = self.best_effort.get_mut(&b) else {
                 continue;
             };
+            s.cpu_ns = v.counters.cpu_time_ns;
             // it began its adjusted quantum: the penalty is real, the next quantum is
             // the baseline's again (observed before the cache-fair threads arm new
             // adjustments, which apply from its next dispatch)
