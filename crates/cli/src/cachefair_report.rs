@@ -13,13 +13,21 @@
 //!   instructions per ms while the principal runs its work segment) under a variant
 //!   than under the baseline in the same mix and seed, `100 · (1 − variant /
 //!   baseline)`; without a program, the worst mix.
+//!
+//! With a variant running the `cachefair` policy and a variant with a partitioned cache
+//! and no policy (§5.5's equal partitioning, reported in the variability table like any
+//! variant), the section also has Figure 4: the fair miss rate the policy estimated for
+//! each principal against the principal's miss rate with the cache equally
+//! partitioned.
 
 use crate::experiment::{over_seeds, plain, Job, Scenario};
 use crate::paper::{agreement, PaperValue};
 use crate::simulate_cmd::write_file;
 use crate::svg::{bar_chart, Marks, Series};
 use anyhow::{bail, Result};
+use cachesched_core::num::ratio;
 use cachesched_core::ThreadClass;
+use cachesched_policies::PolicySpec;
 use cachesched_sim::RunResult;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -117,6 +125,10 @@ struct Program {
     /// Per variant other than the baseline, per schedule: the best-effort slowdown per
     /// seed, %.
     be_slowdown: Vec<[BTreeMap<u64, f64>; 2]>,
+    /// Figure 4, per schedule and seed: the fair miss rate the policy estimated and the
+    /// principal's miss rate with the cache equally partitioned, misses per cycle.
+    fair_estimated: [BTreeMap<u64, f64>; 2],
+    fair_actual: [BTreeMap<u64, f64>; 2],
 }
 
 impl Program {
@@ -169,6 +181,17 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
     let mut missing = 0usize;
     let mut mech: BTreeMap<String, f64> = BTreeMap::new();
     let mut calibrating = (0usize, 0usize);
+    // Figure 4: the cache-fair variant's estimates against a partitioned baseline's
+    let fig4 = (
+        sc.variants.iter().position(|v| {
+            v.policies
+                .iter()
+                .any(|p| matches!(p, PolicySpec::Cachefair(_)))
+        }),
+        sc.variants
+            .iter()
+            .position(|v| v.partition.is_some() && v.policies.is_empty()),
+    );
     for (mix, sub, jobs, runs) in done {
         let label = mix.as_deref().unwrap_or("");
         let (name, fast) = program_of(label);
@@ -190,6 +213,8 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
                     fast: vec![BTreeMap::new(); nv],
                     slow: vec![BTreeMap::new(); nv],
                     be_slowdown: (0..nv).map(|_| Default::default()).collect(),
+                    fair_estimated: Default::default(),
+                    fair_actual: Default::default(),
                 });
                 programs.len() - 1
             }
@@ -204,6 +229,17 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
             _ => f64::NAN,
         };
         let be_base = by_seed(jobs, runs, 0, be_rate);
+        if let (Some(ev), Some(pv)) = (fig4.0, fig4.1) {
+            let key = format!("fair_mpc.{principal}");
+            let p = &mut programs[i];
+            p.fair_estimated[usize::from(!fast)] = by_seed(jobs, runs, ev, |r| {
+                r.policy_stats.get(&key).copied().unwrap_or(f64::NAN)
+            });
+            p.fair_actual[usize::from(!fast)] = by_seed(jobs, runs, pv, |r| {
+                let c = &r.threads[principal].counters;
+                ratio(c.llc_misses, c.cycles)
+            });
+        }
         for v in 0..nv {
             let times = by_seed(jobs, runs, v, |r| {
                 r.threads[principal].segment_ms.unwrap_or(f64::NAN)
@@ -404,8 +440,17 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
         md += &parts.join("; ");
         md += ".\n\n";
     }
-    // plots
     let cats: Vec<String> = programs.iter().map(|p| p.name.clone()).collect();
+    if let (Some(ev), Some(pv)) = fig4 {
+        md += &fair_miss_rates(
+            &programs,
+            &sc.variants[ev].label,
+            &sc.variants[pv].label,
+            &cats,
+            out,
+        )?;
+    }
+    // plots
     for (v, variant) in sc.variants.iter().enumerate() {
         let series = vec![Series::with_intervals(
             format!("{} (measured)", variant.label),
@@ -473,6 +518,65 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
         ),
     )?;
     md += "Plot: `completion-times.svg`.\n";
+    Ok(md)
+}
+
+/// Figure 4's table and plot: per program, over the seeds of both schedules, the fair
+/// miss rate the policy estimated (variant `est`) against the principal's miss rate
+/// with the cache equally partitioned (variant `part`).
+fn fair_miss_rates(
+    programs: &[Program],
+    est: &str,
+    part: &str,
+    cats: &[String],
+    out: &Path,
+) -> Result<String> {
+    // both schedules' seeds as one sample (a seed's two runs are different mixes)
+    let pooled = |m: &[BTreeMap<u64, f64>; 2]| -> (f64, f64) {
+        let v: Vec<f64> = m
+            .iter()
+            .flat_map(|s| s.values().map(|x| 1000.0 * x))
+            .filter(|x| x.is_finite())
+            .collect();
+        over_seeds(&v)
+    };
+    let mut md = format!(
+        "Figure 4: the fair miss rate `{est}` estimated for the principal (its last \
+         reconnaissance's Equation 2, `fair_mpc`) against the principal's miss rate with the \
+         L2 equally partitioned between the cores (`{part}`), L2 misses per 1,000 cycles, \
+         mean ± 95% interval over the runs of both schedules.\n\n\
+         | program | estimated fair ({est}) | actual, equal partitions ({part}) | estimated / actual |\n\
+         |---|---|---|---|\n"
+    );
+    let (mut e_series, mut a_series) = (Vec::new(), Vec::new());
+    for (i, p) in programs.iter().enumerate() {
+        let (e, a) = (pooled(&p.fair_estimated), pooled(&p.fair_actual));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            p.name,
+            show(e, ""),
+            show(a, ""),
+            plain(e.0 / a.0)
+        );
+        e_series.push((i as f64, e));
+        a_series.push((i as f64, a));
+    }
+    write_file(
+        &out.join("fair-miss-rate.svg"),
+        &bar_chart(
+            "Estimated against actual fair miss rate (Figure 4)",
+            "principal program",
+            "L2 misses per 1,000 cycles",
+            cats,
+            &[
+                Series::with_intervals(format!("estimated ({est})"), &e_series),
+                Series::with_intervals(format!("actual, equal partitions ({part})"), &a_series),
+            ],
+            None,
+        ),
+    )?;
+    md += "\nPlot: `fair-miss-rate.svg`.\n\n";
     Ok(md)
 }
 
