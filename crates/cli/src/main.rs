@@ -82,7 +82,8 @@ enum Command {
     /// threads' classes from `--class` rules (`--class cache-fair=comm:mcf*
     /// --class best-effort=cgroup:/sys/fs/cgroup/cpu/batch`), compensates through
     /// weights (nice values), and needs cycles, instructions, LLC-miss and stall
-    /// counters and co-run segments: it refuses to start, naming what is missing.
+    /// counters: it refuses to start, naming what is missing. Co-run segments (CASC,
+    /// cachefair) are sampled at each tick from the task clock and migrations.
     Run(run_cmd::RunArgs),
     /// Undo what a killed `cachesched run --journal FILE` left changed.
     Restore(run_cmd::RestoreArgs),

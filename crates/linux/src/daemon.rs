@@ -24,17 +24,20 @@
 //! Counters in a [`ThreadView`] count from when the daemon started watching the thread,
 //! and are refreshed before each tick (when the policy requires counters) and for each
 //! stats line. A policy whose counters the machine lacks refuses to start, naming each
-//! ([`DaemonError::MissingCounters`]). Co-run segments are not built on Linux: a policy
-//! that only wants them is told so by a warning; one that requires them (CASC,
-//! cache-fair) refuses to start, on every machine, before anything is changed
-//! ([`DaemonError::NeedsCorunSegments`], checked after the counters so that a machine
-//! without them hears about those first): with a PMU it would otherwise start, wait
-//! for measurements that never come, and could keep threads confined and boosted.
+//! ([`DaemonError::MissingCounters`]), before anything is changed.
+//!
+//! Co-run segments ([`crate::corun`]) are built at each tick for a policy that wants
+//! them, from every thread's task clock, migrations and last CPU (re-read for all
+//! threads at each tick, whatever the state budget): a cache instance yields a segment
+//! over the tick interval when every thread that ran on its CPUs ran throughout it. A
+//! policy that requires segments (CASC, cache-fair) needs those two software counters
+//! as well; one that only wants them is warned where they are missing.
 //!
 //! Threads get their class ([`cachesched_core::ThreadInfo::class`]) from
 //! [`DaemonConfig::classes`] when they are taken over ([`crate::classes`]).
 
 use crate::classes::{ClassRule, Classifier};
+use crate::corun::{Sample, SegmentBuilder};
 use crate::perf::{self, Counter, PerfError};
 use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
 use crate::sched::{Journal, RestoreReport, SchedError, Settings, Tid};
@@ -93,6 +96,10 @@ impl Target {
     }
 }
 
+/// A thread runs throughout a sampling interval, or not at all, within this fraction
+/// of it ([`SegmentBuilder`]).
+const SEGMENT_TOLERANCE: f64 = 0.1;
+
 /// Settings of the daemon loop. Defaults are documented per field.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DaemonConfig {
@@ -139,22 +146,14 @@ impl Default for DaemonConfig {
 /// Why the daemon could not start or had to stop.
 #[derive(Debug, Error)]
 pub enum DaemonError {
-    /// The policy requires counters this machine does not provide (and perhaps co-run
-    /// segments too: then both are said).
-    #[error("policy '{policy}' needs counters this machine does not provide, so it will not start:\n{}{}", missing.iter().map(|(k, why)| format!("  {}: {why}", k.name())).collect::<Vec<_>>().join("\n"), if *needs_segments { format!("\nIt also {}", segments_refusal(policy)) } else { String::new() })]
+    /// The policy requires counters this machine does not provide.
+    #[error("policy '{policy}' needs counters this machine does not provide, so it will not start:\n{}", missing.iter().map(|(k, why)| format!("  {}: {why}", k.name())).collect::<Vec<_>>().join("\n"))]
     MissingCounters {
         /// The policy.
         policy: String,
-        /// Each missing counter and why.
+        /// Each missing counter and why (the task clock and migrations included for a
+        /// policy that requires co-run segments, which are built from them).
         missing: Vec<(CounterKind, String)>,
-        /// Whether it also requires co-run segments.
-        needs_segments: bool,
-    },
-    /// The policy needs co-run segments, which this backend does not build.
-    #[error("policy '{policy}' {}", segments_refusal(policy))]
-    NeedsCorunSegments {
-        /// The policy.
-        policy: String,
     },
     /// A managed process does not exist.
     #[error("process {pid} does not exist (check the --pid value)")]
@@ -195,11 +194,6 @@ pub enum DaemonError {
         /// What is wrong.
         reason: String,
     },
-}
-
-/// Why a policy that requires co-run segments cannot start here (after its name).
-fn segments_refusal(policy: &str) -> String {
-    format!("needs co-run segments (intervals in which the same threads share a cache, with each thread's counters over them), which the Linux backend does not build, so it will not start on any machine; run it on the simulated machine (`cachesched simulate --policy {policy}` or `cachesched reproduce`)")
 }
 
 /// One managed thread.
@@ -405,6 +399,10 @@ pub struct StatsRecord {
     pub decision_us_mean: f64,
     /// Longest decision, µs.
     pub decision_us_max: f64,
+    /// Co-run segments given to the policy since the last line, and cache-instance
+    /// intervals that yielded none because some thread ran only part of them (`None`:
+    /// the policy wants no segments).
+    pub segments: Option<(u64, u64)>,
     /// The policy's own statistics.
     pub policy: BTreeMap<String, f64>,
 }
@@ -433,6 +431,9 @@ impl StatsRecord {
             self.decision_us_mean,
             self.decision_us_max,
         );
+        if let Some((n, u)) = self.segments {
+            s += &format!(" | segments {n} ({u} uncertain)");
+        }
         if !self.policy.is_empty() {
             s += " |";
             for (k, v) in &self.policy {
@@ -480,6 +481,10 @@ const MAX_WARNINGS: usize = 1000;
 pub struct Daemon {
     state: State,
     classifier: Classifier,
+    /// Builds co-run segments at each tick, for a policy that wants them.
+    segments: Option<SegmentBuilder>,
+    /// The segment counts at the last stats line.
+    last_segments: crate::corun::SegmentCounts,
     policy: Box<dyn Policy>,
     rng: SimRng,
     journal: Journal,
@@ -566,8 +571,16 @@ impl Daemon {
     ) -> Result<Daemon, DaemonError> {
         let probe = perf::probe();
         let have = |k: CounterKind| probe.iter().any(|(p, r)| *p == k && r.is_ok());
-        let missing: Vec<(CounterKind, String)> = policy
-            .required_counters()
+        // co-run segments are built from every thread's task clock and migrations
+        const SEGMENT_COUNTERS: [CounterKind; 2] =
+            [CounterKind::CpuTimeNs, CounterKind::Migrations];
+        let mut required = policy.required_counters();
+        if policy.requires_corun_segments() {
+            required.extend(SEGMENT_COUNTERS);
+        }
+        required.sort();
+        required.dedup();
+        let missing: Vec<(CounterKind, String)> = required
             .into_iter()
             .filter(|&k| !have(k))
             .map(|k| {
@@ -583,15 +596,13 @@ impl Daemon {
             return Err(DaemonError::MissingCounters {
                 policy: policy.name().to_string(),
                 missing,
-                needs_segments: policy.requires_corun_segments(),
-            });
-        }
-        if policy.requires_corun_segments() {
-            return Err(DaemonError::NeedsCorunSegments {
-                policy: policy.name().to_string(),
             });
         }
         let mut kinds = policy.required_counters();
+        let segments = policy.wants_corun_segments() && SEGMENT_COUNTERS.iter().all(|&k| have(k));
+        if segments {
+            kinds.extend(SEGMENT_COUNTERS);
+        }
         if config.stats_counters {
             kinds.extend([
                 CounterKind::CpuTimeNs,
@@ -612,12 +623,13 @@ impl Daemon {
             r.check().map_err(DaemonError::Class)?;
         }
         let mut warnings = Vec::new();
-        if policy.wants_corun_segments() {
+        if policy.wants_corun_segments() && !segments {
             warnings.push(format!(
-                "policy '{}' asks for co-run segments, which the Linux backend does not build; it will receive none",
+                "policy '{}' asks for co-run segments, which are built from the task clock and migration counters this machine does not provide; it will receive none",
                 policy.name()
             ));
         }
+        let builder = segments.then(|| SegmentBuilder::new(&host.topology, SEGMENT_TOLERANCE));
         let now = Instant::now();
         let mut procs = BTreeMap::new();
         if let Target::Processes { pids, .. } = &target {
@@ -632,6 +644,8 @@ impl Daemon {
                 threads: BTreeMap::new(),
                 kinds,
             },
+            segments: builder,
+            last_segments: Default::default(),
             policy,
             classifier: Classifier::new(config.classes.clone()),
             rng: SimRng::new(config.seed),
@@ -714,19 +728,54 @@ impl Daemon {
         if let Some(t) = self.next_tick {
             if now >= t {
                 let t0 = Instant::now();
-                if self.policy.needs_thread_states() {
-                    let period = self.tick_period.map_or(0, |p| p.0) as f64;
-                    let budget = period * self.config.state_budget_pct / 100.0;
-                    self.refresh_states_within(Duration::from_nanos(budget as u64));
-                }
-                if !self.policy.required_counters().is_empty() {
+                if self.segments.is_some() {
+                    // every thread's CPU and counters, then the interval's segments
+                    self.refresh_states();
                     self.refresh_counters();
+                    self.deliver_segments()?;
+                } else {
+                    if self.policy.needs_thread_states() {
+                        let period = self.tick_period.map_or(0, |p| p.0) as f64;
+                        let budget = period * self.config.state_budget_pct / 100.0;
+                        self.refresh_states_within(Duration::from_nanos(budget as u64));
+                    }
+                    if !self.policy.required_counters().is_empty() {
+                        self.refresh_counters();
+                    }
                 }
                 self.hook_timed(t0, |p, ctx| p.tick(ctx))?;
                 // the next tick one period after this one, never in a burst after a stall
                 let period = Duration::from_nanos(self.tick_period.map_or(0, |p| p.0));
                 self.next_tick = self.tick_period.map(|_| (t + period).max(now));
             }
+        }
+        Ok(())
+    }
+
+    /// Builds the co-run segments of the interval since the last tick from the threads'
+    /// fresh states and counters, and gives each to the policy.
+    fn deliver_segments(&mut self) -> Result<(), DaemonError> {
+        let Some(b) = self.segments.as_mut() else {
+            return Ok(());
+        };
+        let samples: Vec<Sample> = self
+            .state
+            .threads
+            .iter()
+            .map(|(&tid, tr)| Sample {
+                thread: ThreadId(tid as u32),
+                cpu: self
+                    .state
+                    .host
+                    .os_cpu
+                    .iter()
+                    .position(|&os| os == tr.stat.processor)
+                    .map(|i| CpuId(i as u32)),
+                counters: tr.counters,
+            })
+            .collect();
+        for seg in b.interval(self.state.now(), &samples) {
+            self.hook(|p, ctx| p.corun_segment(ctx, &seg))?;
         }
         Ok(())
     }
@@ -1305,8 +1354,15 @@ impl Daemon {
                 (t.decision_ns_sum - tot_prev.decision_ns_sum) as f64 / decisions as f64 / 1e3
             },
             decision_us_max: t.decision_ns_max as f64 / 1e3,
+            segments: self.segments.as_ref().map(|b| {
+                let (c, p) = (b.counts, self.last_segments);
+                (c.segments - p.segments, c.uncertain - p.uncertain)
+            }),
             policy: self.policy.stats().into_iter().collect(),
         };
+        if let Some(b) = &self.segments {
+            self.last_segments = b.counts;
+        }
         let mut reset = self.totals.clone();
         self.totals.decision_ns_max = 0;
         reset.decision_ns_max = 0;

@@ -8,6 +8,7 @@
 //! ([`daemon`]).
 
 pub mod classes;
+pub mod corun;
 pub mod daemon;
 pub mod mmap;
 pub mod perf;

@@ -45,6 +45,7 @@ pub struct Demo {
     ticks: u64,
     segments: u64,
     segment_ns: u64,
+    members: u64,
 }
 
 impl Demo {
@@ -56,6 +57,7 @@ impl Demo {
             ticks: 0,
             segments: 0,
             segment_ns: 0,
+            members: 0,
         }
     }
 }
@@ -98,6 +100,7 @@ impl Policy for Demo {
     fn corun_segment(&mut self, _ctx: &mut Ctx<'_>, segment: &CoRunSegment) {
         self.segments += 1;
         self.segment_ns += segment.duration().0;
+        self.members += segment.members.len() as u64;
     }
 
     fn tick(&mut self, _ctx: &mut Ctx<'_>) {
@@ -109,6 +112,7 @@ impl Policy for Demo {
             ("ticks".into(), self.ticks as f64),
             ("corun_segments".into(), self.segments as f64),
             ("corun_seconds".into(), self.segment_ns as f64 / 1e9),
+            ("corun_members".into(), self.members as f64),
         ]
     }
 }
