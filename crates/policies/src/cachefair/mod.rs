@@ -429,25 +429,10 @@ impl CacheFair {
             -(self.config.max_adjust * q as f64).min(q as f64 - 1e6),
             self.config.max_adjust * q as f64,
         );
-        let mut delta = (q as f64 * (cpi / fair_cpi - 1.0)).clamp(lo, hi);
+        let delta = (q as f64 * (cpi / fair_cpi - 1.0)).clamp(lo, hi);
         // a best-effort thread must be able to absorb it
-        match self.choose_best_effort(delta) {
-            None if delta != 0.0 => {
-                self.stats.no_best_effort += 1;
-                delta = 0.0;
-            }
-            Some((_, room)) if delta > room => {
-                self.stats.capped += 1;
-                delta = room;
-            }
-            _ => {}
-        }
-        let delta = delta as i64;
-        if delta > 0 {
-            self.stats.adjusted_up += 1;
-        } else if delta < 0 {
-            self.stats.adjusted_down += 1;
-        }
+        let chosen = self.choose_best_effort(delta);
+        let delta = self.absorbable(chosen, delta) as i64;
         if let Some(ft) = self.fair.get_mut(&t) {
             ft.quanta.pending_ns = delta;
         }
@@ -543,22 +528,7 @@ impl CacheFair {
                 let room = self.config.be_max_penalty * s.dither.base_weight() - s.absorbed;
                 (b, room.max(0.0))
             });
-        match chosen {
-            None if dw != 0.0 => {
-                self.stats.no_best_effort += 1;
-                dw = 0.0;
-            }
-            Some((_, room)) if dw > room => {
-                self.stats.capped += 1;
-                dw = room;
-            }
-            _ => {}
-        }
-        if dw > 0.0 {
-            self.stats.adjusted_up += 1;
-        } else if dw < 0.0 {
-            self.stats.adjusted_down += 1;
-        }
+        let dw = self.absorbable(chosen, dw);
         let lent = chosen.filter(|_| dw != 0.0).map(|(b, _)| (b, dw));
         if let Some((b, dw)) = lent {
             self.absorb(b, dw);
@@ -567,6 +537,29 @@ impl CacheFair {
             ft.dither.set_target(w0 + dw);
             ft.lent = lent;
         }
+    }
+
+    /// How much of `x` (CPU time or weight for a cache-fair thread; negative: given
+    /// back) the `chosen` best-effort thread (and its room) can absorb: nothing without
+    /// one, at most its room when taking. Counted in the stats.
+    fn absorbable(&mut self, chosen: Option<(ThreadId, f64)>, x: f64) -> f64 {
+        let x = match chosen {
+            None if x != 0.0 => {
+                self.stats.no_best_effort += 1;
+                0.0
+            }
+            Some((_, room)) if x > room => {
+                self.stats.capped += 1;
+                room
+            }
+            _ => x,
+        };
+        if x >= 1.0 {
+            self.stats.adjusted_up += 1;
+        } else if x <= -1.0 {
+            self.stats.adjusted_down += 1;
+        }
+        x
     }
 
     /// The best-effort thread to absorb `delta` ns (positive: time taken from it) —
