@@ -235,6 +235,11 @@ pub fn run(a: RunArgs) -> Result<i32> {
     for w in &host.warnings {
         eprintln!("  topology: {w}");
     }
+    if specs.iter().any(|s| {
+        matches!(s, PolicySpec::Cachefair(c) if c.mechanism == cachesched_policies::cachefair::Mechanism::Slice)
+    }) {
+        eprintln!("warning: cachefair:mechanism=slice on Linux: a slice does not change a thread's share of the CPU here (CFS/EEVDF), only how long it runs at a time; mechanism=weight (the default, auto) compensates through nice values");
+    }
     if !a.classes.is_empty() && !classes_used {
         eprintln!(
             "warning: --class has no effect: no policy given uses thread classes (cachefair does; demo with cache_fair_nice or best_effort_nice)"
