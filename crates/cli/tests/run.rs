@@ -670,22 +670,7 @@ fn directives_the_kernel_refuses_are_counted_and_reported_once() {
         std::fs::write(dir.join("tasks"), t.to_string()).unwrap();
     }
     let before = settings_of(&[pid]);
-    let d = tmp("run-refused");
-    let json = d.join("s.jsonl");
-    let out = bin()
-        .args([
-            "run",
-            "--policy",
-            "affinity:home=core",
-            "--duration-s",
-            "1",
-            "--pid",
-        ])
-        .arg(pid.to_string())
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
+    let (out, fin) = run_for_json("affinity:home=core", "1", pid, "run-refused");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_eq!(
@@ -693,8 +678,6 @@ fn directives_the_kernel_refuses_are_counted_and_reported_once() {
         1,
         "{err}"
     );
-    let text = std::fs::read_to_string(&json).unwrap();
-    let fin: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     let failures = fin["final"]["stats"]["failures"].as_u64().unwrap();
     assert!(
         failures >= 2,
@@ -755,6 +738,25 @@ fn without_privilege_it_stops_cleanly_and_says_what_is_needed() {
     );
     assert_eq!(settings_of(&[pid]), before);
     kill_all(vec![b]);
+}
+
+/// `cachesched run --policy POLICY --duration-s SECS --pid PID --json FILE` (FILE in a
+/// fresh directory `dir`): its output and the final JSON record.
+fn run_for_json(policy: &str, secs: &str, pid: i32, dir: &str) -> (Output, Value) {
+    let json = tmp(dir).join("stats.jsonl");
+    let out = bin()
+        .args(["run", "--policy", policy, "--duration-s", secs, "--pid"])
+        .arg(pid.to_string())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&json).unwrap_or_default();
+    let last = text
+        .lines()
+        .last()
+        .map_or(Value::Null, |l| serde_json::from_str(l).unwrap());
+    (out, last)
 }
 
 /// A sleeping process whose command name is `comm` (run through a symbolic link of
@@ -949,33 +951,10 @@ fn corun_segments_are_built_from_real_threads() {
     }
     let b = burner(2, 30_000);
     let pid = b.id() as i32;
-    let d = tmp("segments");
-    let json = d.join("stats.jsonl");
-    let out = bin()
-        .args([
-            "run",
-            "--policy",
-            "demo:tick_ms=10",
-            "--duration-s",
-            "2",
-            "--pid",
-        ])
-        .arg(pid.to_string())
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
+    let (out, last) = run_for_json("demo:tick_ms=10", "2", pid, "segments");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(!err.contains("will receive none"), "{err}");
-    let last: Value = serde_json::from_str(
-        std::fs::read_to_string(&json)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
     let policy = &last["final"]["stats"]["policy"];
     let (ticks, segs, secs) = (
         policy["ticks"].as_f64().unwrap(),
