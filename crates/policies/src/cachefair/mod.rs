@@ -20,17 +20,25 @@
 //!   length ends it with what it has.
 //! - **Calibration**. Every `calibration_instructions` of the thread (the paper: 10 M)
 //!   its CPI and stalls over the interval give its fair CPI
-//!   (`CPI − stalls + fair stalls`); the thread's *next* quantum is set so that it
-//!   completes the instructions it would complete at its fair CPI in a baseline
-//!   quantum: `Q' = Q · CPI / FairCPI`, bounded by `max_adjust`. The adjustment is
-//!   temporary: it is recomputed at every calibration, and the slice returns to the
-//!   baseline's when a calibration finds no difference. The difference `Q' − Q` is
-//!   offset on one best-effort thread's next quantum — when taking time, the one with
-//!   the least accumulated penalty; when giving, the one with the most — and that
-//!   thread's slice is reset after it has run the adjusted quantum. A best-effort
-//!   thread never loses more than `be_max_penalty` of the CPU time it would have had
-//!   (default 8%, the largest slowdown the paper observed); an adjustment no
-//!   best-effort thread can absorb is cut to what one can, and counted.
+//!   (`CPI − stalls + fair stalls`); the thread's *next* quantum is set so that by its
+//!   end the thread has completed the instructions it would have completed at its fair
+//!   CPI (§3 steps 3–4, §4.2): over the interval it ran `T` of CPU time and fell short
+//!   of its fair count (`cycles / FairCPI`) by `cycles / FairCPI − instructions`,
+//!   which at its CPI takes `T · (CPI / FairCPI − 1)` more, so `Q' = Q + T · (CPI /
+//!   FairCPI − 1)`, bounded by `max_adjust · Q`. The adjustment is temporary: once the
+//!   thread has begun the adjusted quantum, its quantum is the baseline's again; a
+//!   calibration before then adds its interval's difference to the armed one. At the
+//!   calibration the
+//!   difference `Q' − Q` is taken from one best-effort thread's next quantum — when
+//!   taking time, the one with the least accumulated penalty; when giving, the one
+//!   with the most — and that thread's slice is reset after it has run the adjusted
+//!   quantum. A best-effort thread never
+//!   loses more than `be_max_penalty` of the CPU time it would have had (default 8%,
+//!   the largest slowdown the paper observed), counting what it has been charged and
+//!   not yet run; an adjustment no best-effort thread can absorb is cut to what one
+//!   can, and counted. (Until 2026-11-24 the quantum was `Q · CPI / FairCPI`, which
+//!   made up only one quantum's worth of an interval spanning several, and the
+//!   best-effort thread was charged only when the extension began.)
 //! - **Repetition**. Reconnaissance is repeated every `repeat_instructions` of the
 //!   thread (the paper: 1 B).
 //!
@@ -241,6 +249,9 @@ struct FairThread {
     /// The best-effort thread whose weight pays for its current adjustment, and the
     /// adjustment (weight units; negative: given back).
     lent: Option<(ThreadId, f64)>,
+    /// The best-effort threads whose next quanta were shortened (negative: lengthened)
+    /// for its armed extension, and by how much, ns, until the extension runs.
+    reserved: Vec<(ThreadId, i64)>,
 }
 
 /// A best-effort thread.
@@ -409,7 +420,11 @@ impl CacheFair {
                 self.adjust_weight(t, 1.0);
             } else {
                 ft.quanta.pending_ns = 0;
+                let reserved = std::mem::take(&mut ft.reserved);
                 ctx.set_slice(t, None);
+                for (b, x) in reserved {
+                    self.arm_best_effort(ctx, b, -x);
+                }
             }
             return;
         }
@@ -424,19 +439,33 @@ impl CacheFair {
             self.adjust_weight(t, cpi / fair_cpi);
             return;
         }
+        // an extension that has not run yet still has its interval to make up
+        let armed = self.fair.get(&t).map_or(0, |ft| ft.quanta.pending_ns);
         // never shorter than 1 ms
         let (lo, hi) = (
             -(self.config.max_adjust * q as f64).min(q as f64 - 1e6),
             self.config.max_adjust * q as f64,
         );
-        let delta = (q as f64 * (cpi / fair_cpi - 1.0)).clamp(lo, hi);
-        // a best-effort thread must be able to absorb it
+        // the CPU time that makes up the interval's difference between its fair and its
+        // actual instruction count (cycles / FairCPI − instructions, at its CPI), in
+        // the next quantum (§3 steps 3-4, §4.2)
+        let delta = (armed as f64 + d.cpu_time_ns as f64 * (cpi / fair_cpi - 1.0))
+            .clamp(lo, hi)
+            - armed as f64;
+        // a best-effort thread must be able to absorb it; its quantum is adjusted now
         let chosen = self.choose_best_effort(delta);
         let delta = self.absorbable(chosen, delta) as i64;
-        if let Some(ft) = self.fair.get_mut(&t) {
-            ft.quanta.pending_ns = delta;
+        if let (Some((b, _)), true) = (chosen, delta != 0) {
+            self.arm_best_effort(ctx, b, delta);
+            if let Some(ft) = self.fair.get_mut(&t) {
+                ft.reserved.push((b, delta));
+            }
         }
-        ctx.set_slice(t, (delta != 0).then(|| Nanos((q + delta) as u64)));
+        let total = armed + delta;
+        if let Some(ft) = self.fair.get_mut(&t) {
+            ft.quanta.pending_ns = total;
+        }
+        ctx.set_slice(t, (total != 0).then(|| Nanos((q + total) as u64)));
     }
 
     /// Thread `t`'s reconnaissance or calibration, with its counters now.
@@ -588,18 +617,10 @@ impl CacheFair {
         }
     }
 
-    /// Offsets a cache-fair thread's adjusted quantum of `delta` ns, which just began,
-    /// on a best-effort thread's next quantum.
-    fn offset(&mut self, ctx: &mut Ctx<'_>, delta: i64) {
+    /// Shortens best-effort thread `b`'s next quantum by `take` ns more (negative:
+    /// lengthens it), for a cache-fair thread's extension.
+    fn arm_best_effort(&mut self, ctx: &mut Ctx<'_>, b: ThreadId, take: i64) {
         let q = self.quantum_ns();
-        let Some((b, room)) = self.choose_best_effort(delta as f64) else {
-            return;
-        };
-        let take = if delta > 0 {
-            delta.min(room as i64)
-        } else {
-            delta
-        };
         if let Some(s) = self.best_effort.get_mut(&b) {
             s.quanta.pending_ns -= take;
             let p = s.quanta.pending_ns;
@@ -680,6 +701,7 @@ impl Policy for CacheFair {
                         quanta: Quanta::default(),
                         dither: NiceDither::new(v.nice),
                         lent: None,
+                        reserved: Vec::new(),
                     },
                 );
             }
@@ -698,10 +720,13 @@ impl Policy for CacheFair {
         }
     }
 
-    fn thread_exited(&mut self, _ctx: &mut Ctx<'_>, t: ThreadId) {
+    fn thread_exited(&mut self, ctx: &mut Ctx<'_>, t: ThreadId) {
         if let Some(ft) = self.fair.remove(&t) {
             if let Some((b, dw)) = ft.lent {
                 self.absorb(b, -dw);
+            }
+            for (b, x) in ft.reserved {
+                self.arm_best_effort(ctx, b, -x);
             }
         }
         self.best_effort.remove(&t);
@@ -781,8 +806,14 @@ impl Policy for CacheFair {
             let Some(v) = ctx.thread(t) else { continue };
             let began = self.fair.get_mut(&t).and_then(|ft| ft.quanta.observe(&v));
             if let Some(adj) = began.filter(|&a| a != 0) {
+                // its extension runs now (the best-effort thread was charged when it was
+                // armed): later quanta are the baseline's again
                 self.stats.given_ns += adj;
-                self.offset(ctx, adj);
+                if let Some(ft) = self.fair.get_mut(&t) {
+                    ft.quanta.pending_ns = 0;
+                    ft.reserved.clear();
+                }
+                ctx.set_slice(t, None);
             }
             self.advance(ctx, t, &v.counters);
         }
