@@ -449,8 +449,7 @@ impl CacheFair {
         // the CPU time that makes up the interval's difference between its fair and its
         // actual instruction count (cycles / FairCPI − instructions, at its CPI), in
         // the next quantum (§3 steps 3-4, §4.2)
-        let delta = (armed as f64 + d.cpu_time_ns as f64 * (cpi / fair_cpi - 1.0))
-            .clamp(lo, hi)
+        let delta = (armed as f64 + d.cpu_time_ns as f64 * (cpi / fair_cpi - 1.0)).clamp(lo, hi)
             - armed as f64;
         // a best-effort thread must be able to absorb it; its quantum is adjusted now
         let chosen = self.choose_best_effort(delta);
