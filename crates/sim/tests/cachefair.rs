@@ -11,6 +11,14 @@ use cachesched_policies::cachefair::{CacheFairConfig, Mechanism};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::*;
 
+/// One thread of profile `name` bound to `cpu`, in `class`.
+fn on(name: &str, cpu: u32, class: Option<ThreadClass>) -> ThreadGroup {
+    let mut g = ThreadGroup::of(name, 1);
+    g.cpus = Some(vec![cpu]);
+    g.class = class;
+    g
+}
+
 /// A 64 KB principal (it fits in half the 256 KB L2, its fair share) and the
 /// best-effort thread (L1-resident) bound to CPU 0; a 1 MB cache-hungry thread and an
 /// L1-resident one bound to CPU 1, so that the principal's co-runner alternates
@@ -19,12 +27,6 @@ use cachesched_sim::*;
 /// and fixed placement: the test rests on the mechanism, not on how the SPEC profiles
 /// are calibrated or where a balancer puts threads.
 fn mix() -> Vec<ThreadGroup> {
-    let on = |name: &str, cpu: u32, class: Option<ThreadClass>| {
-        let mut g = ThreadGroup::of(name, 1);
-        g.cpus = Some(vec![cpu]);
-        g.class = class;
-        g
-    };
     vec![
         on("bv-l2=96", 0, Some(ThreadClass::CacheFair)),
         on("large", 1, None),
@@ -206,7 +208,7 @@ fn dithered_nice_values_meet_weights_between_levels() {
     }
 }
 
-/// The principal's work segment in [`variability`]: it begins once its reconnaissance
+/// The principal's work segment in [`cache_fair_reduces_co_runner_variability`]: it begins once its reconnaissance
 /// (15 M instructions) has ended.
 const SEGMENT: WorkSegment = WorkSegment {
     start_instructions: 18_000_000,
@@ -219,14 +221,8 @@ const SEGMENT: WorkSegment = WorkSegment {
 /// cache-hungry thread two thirds of the time). The schedules differ only in what the
 /// co-runners do to the L2; nothing else about them can slow the principal (their L1s
 /// are their own, the bus is far from saturated). Returns the principal's segment
-/// time, ms, and the best-effort thread's CPU time up to the end of the run, ms.
-fn segment_run(slow: bool, policy: Option<CacheFairConfig>, seed: u64) -> (f64, f64, RunResult) {
-    let on = |name: &str, cpu: u32, class: Option<ThreadClass>| {
-        let mut g = ThreadGroup::of(name, 1);
-        g.cpus = Some(vec![cpu]);
-        g.class = class;
-        g
-    };
+/// time, ms, and the run.
+fn segment_run(slow: bool, policy: Option<CacheFairConfig>, seed: u64) -> (f64, RunResult) {
     let mut principal = on("bv-l2=96", 0, Some(ThreadClass::CacheFair));
     principal.segment = Some(SEGMENT);
     let co = if slow {
@@ -247,7 +243,7 @@ fn segment_run(slow: bool, policy: Option<CacheFairConfig>, seed: u64) -> (f64, 
     }
     let r = simulate(&c).expect("run completes");
     let t = r.threads[0].segment_ms.expect("the segment completes");
-    (t, cpu_ms(&r, 1), r)
+    (t, r)
 }
 
 /// Figures 6–7's effect at the mechanism's level, over three seeds: under FX the
@@ -264,10 +260,10 @@ fn segment_run(slow: bool, policy: Option<CacheFairConfig>, seed: u64) -> (f64, 
 fn cache_fair_reduces_co_runner_variability() {
     for seed in 1..=3 {
         let cf = || Some(config(Mechanism::Auto, 0.5));
-        let (fx_fast, _, _) = segment_run(false, None, seed);
-        let (fx_slow, _, _) = segment_run(true, None, seed);
-        let (cf_fast, _, _) = segment_run(false, cf(), seed);
-        let (cf_slow, _, r) = segment_run(true, cf(), seed);
+        let (fx_fast, _) = segment_run(false, None, seed);
+        let (fx_slow, _) = segment_run(true, None, seed);
+        let (cf_fast, _) = segment_run(false, cf(), seed);
+        let (cf_slow, r) = segment_run(true, cf(), seed);
         let fx_var = 100.0 * (fx_slow / fx_fast - 1.0);
         let cf_var = 100.0 * (cf_slow / cf_fast - 1.0);
         eprintln!(
