@@ -855,8 +855,8 @@ fn threads_get_classes_by_rule_and_are_restored() {
     }
 }
 
-/// The cache-fair scheduler needs per-thread cycles, instructions, LLC misses and
-/// stall counters (and the task clock and migrations its co-run segments are built
+/// The cache-fair scheduler needs per-thread cycles, instructions, LLC references and
+/// misses and stall counters (and the task clock and migrations its co-run segments are built
 /// from); on a machine without them (this one: no hardware PMU) it refuses to start
 /// and names each, before changing anything; it also refuses without a
 /// cache-fair class, and bad class rules are named. Fails if it starts half-blind,
@@ -893,6 +893,7 @@ fn cachefair_refuses_without_its_counters_or_classes() {
             [
                 "instructions",
                 "cycles",
+                "llc_refs",
                 "llc_misses",
                 "data_stall_dram_cycles",
                 "instr_stall_dram_cycles",

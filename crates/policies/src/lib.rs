@@ -8,6 +8,7 @@ pub mod cachefair;
 pub mod casc;
 pub mod chain;
 pub mod demo;
+pub mod drift;
 pub mod registry;
 pub mod timeslice;
 

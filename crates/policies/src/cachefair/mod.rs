@@ -40,7 +40,20 @@
 //!   made up only one quantum's worth of an interval spanning several, and the
 //!   best-effort thread was charged only when the extension began.)
 //! - **Repetition**. Reconnaissance is repeated every `repeat_instructions` of the
-//!   thread (the paper: 1 B).
+//!   thread (the paper: 1 B), and on a detected phase change (the paper's future work,
+//!   §6; ours): during calibration the thread's shared-cache references per
+//!   instruction are averaged over windows of `phase_window_ms` of its CPU time; the
+//!   first window after reconnaissance sets the reference, and two consecutive windows
+//!   that differ from it by more than `phase_threshold` of it start a new
+//!   reconnaissance, undoing the thread's adjustments ([`crate::drift::Drift`], shared
+//!   with CASC). References per instruction are set by the thread's code and private
+//!   caches, not by its co-runners, so they move with the program's phase and not with
+//!   the schedule. (Equation 1's error was tried first and rejected: a thread's miss
+//!   rate depends on how long ago a co-runner evicted its data, not only on the
+//!   co-runner of the moment — a 96 KB thread beside an L1-resident co-runner misses
+//!   seven times Equation 1's prediction just after sharing the L2 with a 1 MB one — so
+//!   the error moved whenever the schedule's pattern did, including when the policy's
+//!   own adjustments changed it.)
 //!
 //! # The mechanism and the baseline
 //!
@@ -72,6 +85,7 @@
 pub mod model;
 pub mod weight;
 
+use crate::drift::Drift;
 use crate::within;
 use cachesched_core::num::ratio;
 use cachesched_core::{
@@ -124,6 +138,17 @@ pub struct CacheFairConfig {
     /// How CPU time is given and taken (default `auto`: slices where the kernel's
     /// slices are shares, weights otherwise).
     pub mechanism: Mechanism,
+    /// A phase change is a window whose shared-cache references per instruction moved
+    /// from the first window's by more than this fraction of it, twice in a row, 0–100
+    /// (default 0.2: where L1s write through, as T1's do, every store reaches the L2
+    /// whatever the program's footprint, which dilutes a change of L1 misses — a 96 KB
+    /// sweep turning into a 1 MB random walk moves t1-dual's references per instruction
+    /// by 33%, while a steady thread's windows differ by under 0.3%); 0 disables the
+    /// detection.
+    pub phase_threshold: f64,
+    /// The thread's CPU time averaged into one window of the phase-change detection, ms,
+    /// 1–10,000 (default 40, CASC's `drift_window_ms`).
+    pub phase_window_ms: f64,
 }
 
 /// How [`CacheFair`] gives a cache-fair thread CPU time and takes it from a
@@ -156,6 +181,8 @@ impl Default for CacheFairConfig {
             be_max_penalty: 0.08,
             tick_ms: 10.0,
             mechanism: Mechanism::Auto,
+            phase_threshold: 0.2,
+            phase_window_ms: 40.0,
         }
     }
 }
@@ -171,6 +198,8 @@ impl CacheFairConfig {
         within("be_max_penalty", self.be_max_penalty, 0.0, 1.0)?;
         within("tick_ms", self.tick_ms, 0.1, 1000.0)?;
         within("min_points", self.min_points as f64, 1.0, 1000.0)?;
+        within("phase_threshold", self.phase_threshold, 0.0, 100.0)?;
+        within("phase_window_ms", self.phase_window_ms, 1.0, 10_000.0)?;
         if self.recon_instructions < 1000 || self.calibration_instructions < 1000 {
             return Err(format!(
                 "recon_instructions and calibration_instructions must be at least 1000 (got {} and {})",
@@ -211,7 +240,22 @@ enum Phase {
         model: FairModel,
         recon_end_instructions: u64,
         last: Counters,
+        /// Its shared-cache references per instruction, watched for a phase change.
+        drift: Drift,
+        /// The current window of the phase-change detection.
+        window: Window,
     },
+}
+
+/// One window of the phase-change detection: the thread's shared-cache references and
+/// instructions over `ns` of its CPU time.
+#[derive(Debug, Clone, Default)]
+struct Window {
+    /// The thread's counters when last seen (at the previous tick).
+    seen: Counters,
+    refs: u64,
+    instructions: u64,
+    ns: u64,
 }
 
 /// The scheduling of one managed thread's quanta, as seen at ticks.
@@ -292,6 +336,10 @@ struct Stats {
     recon_end: BTreeMap<ThreadId, u64>,
     /// Data points of every finished reconnaissance phase, summed.
     recon_points: u64,
+    /// Reconnaissance phases started on a detected phase change.
+    phase_changes: u64,
+    /// Largest window change the phase-change detection saw.
+    max_phase_drift: f64,
 }
 
 /// The cache-fair scheduler. See the [module documentation](self).
@@ -384,6 +432,11 @@ impl CacheFair {
                 model,
                 recon_end_instructions: now.instructions,
                 last: *now,
+                drift: Drift::default(),
+                window: Window {
+                    seen: *now,
+                    ..Window::default()
+                },
             };
         }
     }
@@ -398,6 +451,7 @@ impl CacheFair {
             model,
             recon_end_instructions,
             last,
+            ..
         } = &mut ft.phase
         else {
             return;
@@ -410,22 +464,7 @@ impl CacheFair {
         if now.instructions.saturating_sub(*recon_end_instructions)
             >= self.config.repeat_instructions
         {
-            // repeated reconnaissance: no adjustment while it runs
-            ft.phase = Phase::Recon {
-                start: *now,
-                points: Vec::new(),
-                open: None,
-            };
-            if self.weights {
-                self.adjust_weight(t, 1.0);
-            } else {
-                ft.quanta.pending_ns = 0;
-                let reserved = std::mem::take(&mut ft.reserved);
-                ctx.set_slice(t, None);
-                for (b, x) in reserved {
-                    self.arm_best_effort(ctx, b, -x);
-                }
-            }
+            self.restart_recon(ctx, t, now);
             return;
         }
         self.stats.calibrations += 1;
@@ -467,6 +506,65 @@ impl CacheFair {
         ctx.set_slice(t, (total != 0).then(|| Nanos((q + total) as u64)));
     }
 
+    /// Starts a new reconnaissance of thread `t` (counters `now`), undoing its
+    /// adjustments: none is made while it runs.
+    fn restart_recon(&mut self, ctx: &mut Ctx<'_>, t: ThreadId, now: &Counters) {
+        let Some(ft) = self.fair.get_mut(&t) else {
+            return;
+        };
+        ft.phase = Phase::Recon {
+            start: *now,
+            points: Vec::new(),
+            open: None,
+        };
+        if self.weights {
+            self.adjust_weight(t, 1.0);
+        } else {
+            ft.quanta.pending_ns = 0;
+            let reserved = std::mem::take(&mut ft.reserved);
+            ctx.set_slice(t, None);
+            for (b, x) in reserved {
+                self.arm_best_effort(ctx, b, -x);
+            }
+        }
+    }
+
+    /// Watches calibrating thread `t`'s counters (`now`) for a phase change; true when
+    /// one is detected.
+    fn phase_changed(&mut self, t: ThreadId, now: &Counters) -> bool {
+        let (threshold, window_ms) = (self.config.phase_threshold, self.config.phase_window_ms);
+        if threshold <= 0.0 {
+            return false;
+        }
+        let Some(FairThread {
+            phase: Phase::Calibrate { drift, window, .. },
+            ..
+        }) = self.fair.get_mut(&t)
+        else {
+            return false;
+        };
+        let delta = now.delta(&window.seen);
+        window.seen = *now;
+        window.refs += delta.llc_refs;
+        window.instructions += delta.instructions;
+        window.ns += delta.cpu_time_ns;
+        if (window.ns as f64) < window_ms * 1e6 || window.instructions == 0 {
+            return false;
+        }
+        let rate = ratio(window.refs, window.instructions);
+        *window = Window {
+            seen: *now,
+            ..Window::default()
+        };
+        let Some(moved) = drift.observe_fraction(rate, 1.0, 1.0) else {
+            return false;
+        };
+        let changed = drift.strike(moved, threshold);
+        self.stats.max_phase_drift = self.stats.max_phase_drift.max(moved.abs());
+        self.stats.phase_changes += changed as u64;
+        changed
+    }
+
     /// Thread `t`'s reconnaissance or calibration, with its counters now.
     fn advance(&mut self, ctx: &mut Ctx<'_>, t: ThreadId, now: &Counters) {
         match self
@@ -475,6 +573,7 @@ impl CacheFair {
             .map(|ft| matches!(ft.phase, Phase::Recon { .. }))
         {
             Some(true) => self.maybe_end_recon(t, now),
+            Some(false) if self.phase_changed(t, now) => self.restart_recon(ctx, t, now),
             Some(false) => self.calibrate(ctx, t, now),
             None => {}
         }
@@ -643,6 +742,7 @@ impl Policy for CacheFair {
         vec![
             CounterKind::Instructions,
             CounterKind::Cycles,
+            CounterKind::LlcRefs,
             CounterKind::LlcMisses,
             CounterKind::DataStallDramCycles,
             CounterKind::InstrStallDramCycles,
@@ -834,6 +934,8 @@ impl Policy for CacheFair {
             ("given_ms".into(), s.given_ns as f64 / 1e6),
             ("taken_from_be_ms".into(), s.taken_from_be_ns as f64 / 1e6),
             ("weights".into(), self.weights as u8 as f64),
+            ("phase_changes".into(), s.phase_changes as f64),
+            ("max_phase_drift".into(), s.max_phase_drift),
         ];
         for (name, n) in &s.fallback {
             v.push((format!("fallback_{name}"), *n as f64));

@@ -53,6 +53,7 @@
 pub mod bucket;
 pub mod solve;
 
+use crate::drift::Drift;
 use bucket::{bucketize, BucketParams, Buckets};
 use cachesched_core::{
     CoRunSegment, CounterKind, Counters, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId,
@@ -234,53 +235,6 @@ enum Stage {
     },
     /// PCMRs known (or being measured one by one), buckets in force.
     Running,
-}
-
-/// Change detection for re-measurement: the first window after a measurement sets a
-/// reference; later windows are compared with it.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct Drift {
-    window: Weighted,
-    reference: Option<f64>,
-    /// Consecutive windows beyond the threshold.
-    strikes: u32,
-}
-
-impl Drift {
-    /// Counts a window's change against `threshold`; true on the second consecutive
-    /// window beyond it (one window can be an unlucky mix of co-runners).
-    fn strike(&mut self, err: f64, threshold: f64) -> bool {
-        self.strikes = if err.abs() > threshold {
-            self.strikes + 1
-        } else {
-            0
-        };
-        self.strikes >= 2
-    }
-
-    /// Adds `x` (weight `w`); when a window of `len` closes, returns its mean minus the
-    /// reference (the first window becomes the reference).
-    fn observe(&mut self, x: f64, w: f64, len: f64) -> Option<f64> {
-        self.window.add(x, w);
-        if self.window.weight() < len {
-            return None;
-        }
-        let m = self.window.mean().unwrap_or(0.0);
-        self.window = Weighted::default();
-        match self.reference {
-            None => {
-                self.reference = Some(m);
-                None
-            }
-            Some(r) => Some(m - r),
-        }
-    }
-
-    /// Like [`Drift::observe`], the change relative to the reference (floored at 1).
-    fn observe_relative(&mut self, x: f64, w: f64, len: f64) -> Option<f64> {
-        let d = self.observe(x, w, len)?;
-        Some(d / self.reference.unwrap_or(1.0).max(1.0))
-    }
 }
 
 /// What is watched for phase changes once PCMRs are known.
