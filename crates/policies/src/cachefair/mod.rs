@@ -274,10 +274,20 @@ impl Quanta {
     /// the last tick (`None` if none began): the pending one, which the kernel applied
     /// at that dispatch.
     fn observe(&mut self, v: &ThreadView) -> Option<i64> {
-        let running = v.running_on.is_some();
-        let switched = v.counters.context_switches > self.switches;
-        self.switches = v.counters.context_switches;
-        let began = running && (switched || !self.running);
+        self.step(v.running_on.is_some(), v.counters.context_switches)
+    }
+
+    /// [`Quanta::observe`] from whether the thread runs now and its switch-out count.
+    /// Every quantum that began since the last tick has either ended (a switch-out) or
+    /// runs now, and the quantum running at the last tick, if any, is not one of them:
+    /// `switch-outs + running now − running then` began. A quantum shorter than the
+    /// tick can begin and end between two ticks; it counts too. (Until 2026-11-24 only
+    /// a quantum running at the tick was seen, so a shortened one — down to 1 ms — was
+    /// often missed and stayed short for quantum after quantum.)
+    fn step(&mut self, running: bool, switches: u64) -> Option<i64> {
+        let out = switches.saturating_sub(self.switches);
+        let began = out + u64::from(running) > u64::from(self.running);
+        self.switches = switches;
         self.running = running;
         began.then_some(self.pending_ns)
     }
@@ -976,4 +986,40 @@ fn close_into(open: Open, min_ns: u64, points: &mut Vec<Point>) {
         sb_stall_cpi: ratio(own.store_buffer_stall_cycles, own.instructions),
         cycles: own.cycles as f64,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Quanta;
+
+    /// A quantum is seen to begin when it is running at a tick after a switch or after
+    /// not running, and when it began and ended between two ticks; not while the same
+    /// quantum runs on, nor when the one seen at the last tick ends. Fails if a quantum
+    /// shorter than the tick goes unseen (its adjustment would then stay armed).
+    #[test]
+    fn quanta_are_seen_to_begin_even_between_ticks() {
+        let mut q = Quanta {
+            pending_ns: -5,
+            ..Quanta::default()
+        };
+        // (running now, switch-outs so far) -> began since the last tick
+        let steps = [
+            ((false, 0), false), // not yet run
+            ((true, 0), true),   // dispatched
+            ((true, 0), false),  // the same quantum runs on
+            ((false, 1), false), // it ended
+            ((false, 2), true),  // a short one began and ended between ticks
+            ((false, 2), false), // waiting
+            ((true, 3), true),   // one ended, another runs
+            ((true, 4), true),   // that one ended, a new one runs
+            ((false, 6), true),  // it ended, a short one began and ended
+        ];
+        for (i, ((running, switches), began)) in steps.into_iter().enumerate() {
+            let seen = q.step(running, switches);
+            assert_eq!(seen.is_some(), began, "step {i}");
+            if began {
+                assert_eq!(seen, Some(-5));
+            }
+        }
+    }
 }
