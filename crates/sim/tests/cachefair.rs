@@ -296,7 +296,7 @@ fn cache_fair_reduces_co_runner_variability() {
 /// starts a second reconnaissance, which ends with a fair miss rate far above the
 /// sweep's (2.1e-4 misses per cycle in `compensates`' runs, where the sweep runs
 /// throughout and no phase change may be seen). Over three seeds. Measured: references
-/// per instruction move by 33% (a steady thread's windows by under 0.2%); fair miss
+/// per instruction move by 33% (a steady thread's windows by under 0.3%); fair miss
 /// rate 1.07e-2 after the change. Fails if the change goes undetected or is seen twice,
 /// or if the second reconnaissance does not complete with a new model.
 #[test]
