@@ -380,6 +380,14 @@ pub trait Policy: Send {
         false
     }
 
+    /// Whether the policy cannot work without [address samples](Policy::address_sample)
+    /// of remote-cache accesses (thread clustering's shMaps are built from nothing
+    /// else). A kernel that cannot sample data addresses of such accesses refuses to
+    /// start the policy and names the missing events.
+    fn requires_address_samples(&self) -> bool {
+        false
+    }
+
     /// Called once before any thread runs.
     fn init(&mut self, _ctx: &mut Ctx<'_>) {}
 

@@ -195,6 +195,10 @@ impl Policy for Chain {
         self.policies.iter().any(|p| p.requires_corun_segments())
     }
 
+    fn requires_address_samples(&self) -> bool {
+        self.policies.iter().any(|p| p.requires_address_samples())
+    }
+
     fn needs_thread_states(&self) -> bool {
         self.policies.iter().any(|p| p.needs_thread_states())
     }
