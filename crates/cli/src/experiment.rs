@@ -54,6 +54,11 @@ pub struct Variant {
     /// comparisons between workloads, such as a profile with one parameter changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<Vec<ThreadGroup>>,
+    /// Pin every thread of the multi-threaded processes (thread groups with
+    /// `same_process`), as the thread-clustering paper's manual placements (default:
+    /// none, the kernel places them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<cachesched_sim::Pin>,
 }
 
 /// One mix of a scenario run as several ([`Scenario::mixes`]): every variant, size and
@@ -194,7 +199,7 @@ pub struct Quick {
 }
 
 /// Analyses a scenario may ask for.
-pub const ANALYSES: &[&str] = &["casc", "cachefair"];
+pub const ANALYSES: &[&str] = &["casc", "cachefair", "clustering"];
 
 fn default_duration() -> f64 {
     1000.0
@@ -252,6 +257,16 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "remote cache accesses",
     ),
     (
+        "remote_stall_cpki",
+        "cycles stalled on data from another chip's cache per 1000 instructions",
+        "remote-cache stall cycles per 1,000 instructions",
+    ),
+    (
+        "remote_stall_share",
+        "cycles stalled on data from another chip's cache, as a share of all cycles",
+        "remote-cache stall cycles / cycles",
+    ),
+    (
         "bus_utilization",
         "memory bus utilisation",
         "memory bus utilisation (fraction)",
@@ -286,7 +301,8 @@ pub const SOLO_METRICS: &[&str] = &["stp", "antt", "max_slowdown", "jain"];
 pub fn higher_is_better(name: &str) -> Option<bool> {
     match name {
         "ips" | "ipc" | "stp" | "jain" => Some(true),
-        "l2_miss_ratio" | "llc_mpki" | "cpu_share_cv" | "antt" | "max_slowdown" => Some(false),
+        "l2_miss_ratio" | "llc_mpki" | "cpu_share_cv" | "antt" | "max_slowdown"
+        | "remote_stall_cpki" | "remote_stall_share" => Some(false),
         _ => None,
     }
 }
@@ -313,6 +329,12 @@ pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
         "context_switches" => r.kernel.context_switches as f64,
         "migrations" => r.kernel.migrations as f64,
         "remote_accesses" => r.totals.remote_accesses as f64,
+        "remote_stall_cpki" => {
+            1000.0 * r.totals.data_stall_remote_cycles as f64 / r.totals.instructions.max(1) as f64
+        }
+        "remote_stall_share" => {
+            r.totals.data_stall_remote_cycles as f64 / r.totals.cycles.max(1) as f64
+        }
         "bus_utilization" => r.bus_utilization,
         "stp" => r.multiprogram().map_or(f64::NAN, |m| m.stp),
         "antt" => r.multiprogram().map_or(f64::NAN, |m| m.antt),
@@ -576,9 +598,15 @@ impl Scenario {
                     if let Some(o) = v.affinity_oblivious {
                         kernel.affinity_oblivious = o;
                     }
+                    let mut threads = v.threads.clone().unwrap_or_else(|| self.threads.clone());
+                    if let Some(pin) = v.pin {
+                        for g in threads.iter_mut().filter(|g| g.same_process) {
+                            g.pin = Some(pin);
+                        }
+                    }
                     let cfg = SimConfig {
                         machine: machine.clone(),
-                        threads: v.threads.clone().unwrap_or_else(|| self.threads.clone()),
+                        threads,
                         kernel,
                         policies: v.policies.clone(),
                         partition: v.partition,

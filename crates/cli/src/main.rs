@@ -6,6 +6,7 @@ mod bench_daemon;
 mod burn_cmd;
 mod cache;
 mod cachefair_report;
+mod clustering_report;
 mod experiment;
 mod info_cmd;
 mod mrc_cmd;

@@ -30,6 +30,11 @@ pub enum ReproduceCommand {
     /// fixed-priority baseline and under cache-fair, Figures 6-8; best-effort
     /// slowdowns), with the policy's fair-miss-rate estimates and mechanism counts.
     Cachefair(PaperArgs),
+    /// Sharing-aware thread clustering (paper 3): the scenario files of
+    /// `experiments/clustering/` (the four placements of the server workloads on the
+    /// 2-chip Power5, Figures 5-8, the 8-chip machine), with the clusters' accuracy
+    /// against the ground truth and Figure 5's sharing maps.
+    Clustering(PaperArgs),
     /// Every paper that has scenario files (every directory under `experiments/`).
     All(PaperArgs),
     /// How far CASC's headline (768 KB: L2 miss ratio and throughput against TS) moves
@@ -212,6 +217,7 @@ pub fn run(c: ReproduceCommand) -> Result<i32> {
     match c {
         ReproduceCommand::Casc(a) => reproduce_papers(&["casc".to_string()], &a),
         ReproduceCommand::Cachefair(a) => reproduce_papers(&["cachefair".to_string()], &a),
+        ReproduceCommand::Clustering(a) => reproduce_papers(&["clustering".to_string()], &a),
         ReproduceCommand::All(a) => {
             let mut papers: Vec<String> = std::fs::read_dir(&a.experiments)
                 .with_context(|| {
@@ -362,7 +368,8 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             }
             if sc.mixes.is_empty() {
                 let (_, _, jobs, runs) = done.pop().expect("one scenario without mixes");
-                let (sec, ok) = section(stem, sc, &jobs, &runs, &command(paper, stem))?;
+                let out = dir.join(stem);
+                let (sec, ok) = section(stem, sc, &jobs, &runs, &command(paper, stem), &out)?;
                 all_ok &= ok;
                 md += &sec;
                 sections.push((stem.clone(), sec));
@@ -420,6 +427,7 @@ fn section(
     jobs: &[Job],
     runs: &[RunResult],
     command: &str,
+    out: &Path,
 ) -> Result<(String, bool)> {
     let (checks_md, ok) = checks(sc, jobs, runs);
     let mut sec = head(
@@ -438,6 +446,9 @@ fn section(
     }
     if sc.analyses.iter().any(|x| x == "casc") {
         sec += &casc_analysis(sc, jobs, runs)?;
+    }
+    if sc.analyses.iter().any(|x| x == "clustering") {
+        sec += &crate::clustering_report::analysis(sc, jobs, runs, out)?;
     }
     Ok((sec, ok))
 }

@@ -69,6 +69,12 @@ pub struct RunArgs {
     /// Seed of the policies' random choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The event address samples come from, for a policy that sets a sampling period:
+    /// `discover` (the host's precise memory-load event: Intel mem-loads, AMD IBS) or
+    /// `page-faults` (for testing the sampling path on hosts without a PMU; page faults
+    /// are not remote-cache accesses, so a policy's decisions from them mean nothing).
+    #[arg(long, value_name = "EVENT", default_value = "discover", value_parser = ["discover", "page-faults"])]
+    sampling_event: String,
     /// Testing aid: panic after this many milliseconds (to check restore on panic).
     #[arg(long, value_name = "MS", hide = true)]
     debug_panic_after_ms: Option<u64>,
@@ -253,7 +259,11 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if target == Target::Descendants {
         daemon::become_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER) failed")?;
     }
-    let mut d = Daemon::start(host, policy, target.clone(), config.clone())?;
+    let sampling = match a.sampling_event.as_str() {
+        "page-faults" => cachesched_linux::daemon::SamplingEventChoice::PageFaults,
+        _ => cachesched_linux::daemon::SamplingEventChoice::Discover,
+    };
+    let mut d = Daemon::start_with(host, policy, target.clone(), config.clone(), sampling)?;
     let mut json = match &a.json {
         Some(p) => {
             crate::simulate_cmd::write_file(p, "")?;

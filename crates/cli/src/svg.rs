@@ -615,6 +615,134 @@ pub fn range_chart(
     s
 }
 
+/// One row of a [`heatmap`].
+pub struct HeatRow {
+    /// Row label (left of the row).
+    pub label: String,
+    /// Cell values, one per column (0 is white).
+    pub cells: Vec<f64>,
+    /// A category drawn as a coloured bar left of the row (e.g. the ground truth), if
+    /// any.
+    pub category: Option<usize>,
+}
+
+/// A heat map: one row per item, one column per position, grey level = value (white 0,
+/// black at `max`), a coloured bar per row for its category (legend `categories`), and
+/// a ruled line before each row index in `breaks` (e.g. where a cluster begins).
+pub fn heatmap(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    rows: &[HeatRow],
+    max: f64,
+    categories: &[String],
+    breaks: &[usize],
+) -> String {
+    let cols = rows.iter().map(|r| r.cells.len()).max().unwrap_or(0).max(1);
+    let cell_h = (360.0 / rows.len().max(1) as f64).clamp(4.0, 18.0);
+    let cell_w = (640.0 / cols as f64).clamp(1.0, 12.0);
+    let (ml, mr, mt, mb) = (110.0, 190.0, 40.0, 60.0);
+    let pw = cell_w * cols as f64;
+    let ph = cell_h * rows.len() as f64;
+    let (w, h) = (ml + pw + mr, mt + ph + mb);
+    let mut s = open_svg((w, h), 11, (w / 2.0, 22.0, 14), title);
+    let max = if max > 0.0 { max } else { 1.0 };
+    for (i, r) in rows.iter().enumerate() {
+        let y = mt + i as f64 * cell_h;
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="{}">{}</text>"#,
+            ml - 14.0,
+            y + cell_h * 0.8,
+            (cell_h * 0.8).clamp(4.0, 11.0) as u32,
+            esc(&r.label)
+        );
+        if let Some(c) = r.category {
+            let _ = writeln!(
+                s,
+                r#"<rect x="{:.1}" y="{y:.1}" width="8" height="{cell_h:.1}" fill="{}"/>"#,
+                ml - 10.0,
+                COLORS[c % COLORS.len()]
+            );
+        }
+        for (j, &v) in r.cells.iter().enumerate() {
+            if v <= 0.0 {
+                continue;
+            }
+            let g = (255.0 * (1.0 - (v / max).clamp(0.0, 1.0))).round() as u32;
+            let _ = writeln!(
+                s,
+                r#"<rect x="{:.2}" y="{y:.1}" width="{cell_w:.2}" height="{cell_h:.1}" fill="rgb({g},{g},{g})"/>"#,
+                ml + j as f64 * cell_w
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        r#"<rect x="{ml}" y="{mt}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="black"/>"#
+    );
+    for &b in breaks {
+        let y = mt + b as f64 * cell_h;
+        let _ = writeln!(
+            s,
+            r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#d62728" stroke-width="1.5"/>"##,
+            ml - 12.0,
+            ml + pw
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        ml + pw / 2.0,
+        mt + ph + 36.0,
+        esc(x_label)
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="{:.1}" text-anchor="middle" transform="rotate(-90 20 {:.1})">{}</text>"#,
+        mt + ph / 2.0,
+        mt + ph / 2.0,
+        esc(y_label)
+    );
+    // legend: the categories, then the grey scale
+    let lx = ml + pw + 20.0;
+    for (i, c) in categories.iter().enumerate() {
+        let y = mt + 10.0 + i as f64 * 18.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            y - 10.0,
+            COLORS[i % COLORS.len()],
+            lx + 18.0,
+            y,
+            esc(c)
+        );
+    }
+    let ly = mt + 20.0 + categories.len() as f64 * 18.0;
+    for (k, frac) in [0.0f64, 0.25, 0.5, 0.75, 1.0].iter().enumerate() {
+        let g = (255.0 * (1.0 - frac)).round() as u32;
+        let y = ly + k as f64 * 16.0;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="12" fill="rgb({g},{g},{g})" stroke="black" stroke-width="0.5"/><text x="{:.1}" y="{y:.1}">{}</text>"#,
+            y - 10.0,
+            lx + 18.0,
+            fmt_num(frac * max)
+        );
+    }
+    let _ = writeln!(
+        s,
+        r##"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#d62728" stroke-width="1.5"/><text x="{:.1}" y="{:.1}">cluster boundary</text>"##,
+        ly + 5.0 * 16.0 - 4.0,
+        lx + 12.0,
+        ly + 5.0 * 16.0 - 4.0,
+        lx + 18.0,
+        ly + 5.0 * 16.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

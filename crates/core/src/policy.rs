@@ -410,4 +410,10 @@ pub trait Policy: Send {
     fn stats(&self) -> Vec<(String, f64)> {
         Vec::new()
     }
+
+    /// Policy-specific vectors for reports (e.g. the sharing maps a clustering was made
+    /// from), as (name, values) pairs.
+    fn vectors(&self) -> Vec<(String, Vec<f64>)> {
+        Vec::new()
+    }
 }

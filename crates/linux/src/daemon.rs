@@ -18,8 +18,21 @@
 //! - `SetNice` → `setpriority` on the thread id; `None` puts the original back.
 //! - `Boost` → the nice value lowered by [`DaemonConfig::boost_nice`] while boosted.
 //! - `SetTickPeriod` → the period of [`Policy::tick`].
-//! - `SetSamplingPeriod` → not available (no address sampling on this backend): reported
-//!   as a warning, once.
+//! - `SetSamplingPeriod` → a [`SampledEvent`] per managed thread (and per thread that
+//!   appears later) with that period, on the host's precise memory-load event
+//!   ([`sampling::memory_sampling_events`]) or the event chosen with
+//!   [`SamplingEventChoice`]; `None` closes them all. Where no event exists, a policy
+//!   that [requires](Policy::requires_address_samples) samples refuses to start
+//!   ([`DaemonError::MissingSampling`]); for any other policy the directive is reported
+//!   as a warning, once, and ignored.
+//!
+//! While sampling is on, every thread's rings are drained before each tick, before a
+//! thread's exit is reported, and at least every [`SAMPLE_DRAIN_MS`] ms; their samples
+//! go to [`Policy::address_sample`] in one hook call per drain, as
+//! [`AddressSample`]s (`is_write` false: the events sample loads). Samples of a
+//! memory-load event are kept only when their data source says another cache served
+//! them ([`sampling::is_remote_cache_hit`]); the rest are counted as filtered, and
+//! samples the kernel had no room for as lost ([`SampleStats`]).
 //!
 //! Counters in a [`ThreadView`] count from when the daemon started watching the thread,
 //! and are refreshed before each tick (when the policy requires counters) and for each
@@ -40,11 +53,12 @@ use crate::classes::{ClassRule, Classifier};
 use crate::corun::{Sample, SegmentBuilder};
 use crate::perf::{self, Counter, PerfError};
 use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
+use crate::sampling::{self, EventSpec, SampledEvent, SamplingError};
 use crate::sched::{Journal, RestoreReport, SchedError, Settings, Tid};
 use crate::sysfs::HostTopology;
 use cachesched_core::{
-    policy::KernelView, CounterKind, Counters, CpuId, Cpumask, Ctx, Directive, Nanos, Policy,
-    SimRng, ThreadId, ThreadInfo, ThreadView, Topology,
+    policy::KernelView, Addr, AddressSample, CounterKind, Counters, CpuId, Cpumask, Ctx, Directive,
+    Nanos, Policy, SimRng, ThreadId, ThreadInfo, ThreadView, Topology,
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -99,6 +113,65 @@ impl Target {
 /// A thread runs throughout a sampling interval, or not at all, within this fraction
 /// of it ([`SegmentBuilder`]).
 const SEGMENT_TOLERANCE: f64 = 0.1;
+
+/// While sampling is on, the rings are drained at least this often, ms (and before
+/// every tick). With [`SAMPLE_DATA_PAGES`] pages a thread can take ~50,000 samples per
+/// second (56-byte records of memory-load events) before the kernel drops some.
+pub const SAMPLE_DRAIN_MS: u64 = 10;
+
+/// Data pages of each thread's sampling ring (32 KiB with 4 KiB pages; plus a header
+/// page). Without privilege, perf buffers beyond `perf_event_mlock_kb` (516 KiB per
+/// user by default) count against RLIMIT_MEMLOCK.
+pub const SAMPLE_DATA_PAGES: usize = 8;
+
+/// Data addresses at or above this are kernel addresses (x86-64 and arm64), dropped from
+/// events that also sample kernel mode (AMD IBS).
+const KERNEL_HALF: u64 = 1 << 63;
+
+/// Which event the daemon samples addresses with when a policy sets a sampling period.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SamplingEventChoice {
+    /// The host's precise memory-load events, found in sysfs
+    /// ([`sampling::memory_sampling_events`]); none in a VM without a PMU (the default).
+    #[default]
+    Discover,
+    /// As [`SamplingEventChoice::Discover`], under another directory standing for
+    /// `/sys/bus/event_source/devices` (for tests).
+    DiscoverAt(PathBuf),
+    /// Software page faults ([`EventSpec::page_faults`]): for testing the path on hosts
+    /// without a PMU; page faults are not remote-cache accesses.
+    PageFaults,
+}
+
+impl SamplingEventChoice {
+    /// The events chosen, each opened once on the calling thread to see that the kernel
+    /// lets it be sampled, or why there are none.
+    fn resolve(&self) -> Result<Vec<EventSpec>, String> {
+        let specs = match self {
+            SamplingEventChoice::Discover => sampling::memory_sampling_events(),
+            SamplingEventChoice::DiscoverAt(root) => sampling::memory_sampling_events_at(root),
+            SamplingEventChoice::PageFaults => Ok(vec![EventSpec::page_faults()]),
+        }
+        .map_err(|e| e.to_string())?;
+        let tid = crate::process::current_tid();
+        let mut why = Vec::new();
+        let usable: Vec<EventSpec> = specs
+            .into_iter()
+            .filter(|spec| match SampledEvent::open(tid, spec, 1_000_000, 1) {
+                Ok(_) => true,
+                Err(e) => {
+                    why.push(e.to_string());
+                    false
+                }
+            })
+            .collect();
+        if usable.is_empty() {
+            return Err(why.join("; "));
+        }
+        Ok(usable)
+    }
+}
 
 /// Settings of the daemon loop. Defaults are documented per field.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -155,6 +228,18 @@ pub enum DaemonError {
         /// policy that requires co-run segments, which are built from them).
         missing: Vec<(CounterKind, String)>,
     },
+    /// The policy requires address samples, which this machine cannot take (and perhaps
+    /// counters it does not provide as well).
+    #[error("policy '{policy}' needs data-address samples{} this machine does not provide, so it will not start:\n  address samples: {events}{}", if .counters.is_empty() { "" } else { " and counters" }, .counters.iter().map(|(k, why)| format!("\n  {}: {why}", k.name())).collect::<String>())]
+    MissingSampling {
+        /// The policy.
+        policy: String,
+        /// Why there is no sampling event (what is missing).
+        events: String,
+        /// Each counter it requires that is missing too, and why (as in
+        /// [`DaemonError::MissingCounters`]).
+        counters: Vec<(CounterKind, String)>,
+    },
     /// A managed process does not exist.
     #[error("process {pid} does not exist (check the --pid value)")]
     NoSuchProcess {
@@ -205,6 +290,9 @@ struct Tracked {
     stat_file: StatFile,
     perf: Vec<Counter>,
     counters: Counters,
+    /// Its sampling events while sampling is on, each with its index in
+    /// [`Sampling::events`].
+    samplers: Vec<(usize, SampledEvent)>,
     /// Dense CPUs it may use.
     mask: Cpumask,
     /// The nice value the policy asked for (`None`: the original).
@@ -339,6 +427,46 @@ enum Setting {
     Nice,
 }
 
+/// Address samples taken, over a run or a stats interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SampleStats {
+    /// Samples given to the policy.
+    pub delivered: u64,
+    /// Samples dropped by the daemon: a memory-load event's samples whose data source is
+    /// not another cache ([`sampling::is_remote_cache_hit`]), kernel addresses.
+    pub filtered: u64,
+    /// Samples the kernel dropped because a thread's ring was full (PERF_RECORD_LOST).
+    /// The kernel reports a loss with the next record that fits, so it is counted at the
+    /// drain after the one that made room.
+    pub lost: u64,
+}
+
+impl SampleStats {
+    /// The counts since `before`.
+    fn since(&self, before: &SampleStats) -> SampleStats {
+        SampleStats {
+            delivered: self.delivered - before.delivered,
+            filtered: self.filtered - before.filtered,
+            lost: self.lost - before.lost,
+        }
+    }
+}
+
+/// Address sampling: the events, the period the policy set, the drain schedule.
+#[derive(Debug)]
+struct Sampling {
+    /// The events opened on every thread, or why there are none.
+    events: Result<Vec<EventSpec>, String>,
+    /// The sampling period the policy set (`None`: off).
+    period: Option<u64>,
+    /// When the rings are next drained (while sampling is on).
+    next_drain: Option<Instant>,
+    /// Samples read from the rings, reused between drains.
+    raw: Vec<sampling::Sample>,
+    /// Totals over the run.
+    totals: SampleStats,
+}
+
 /// Totals over a run, and per stats interval.
 #[derive(Debug, Clone, Default)]
 struct Totals {
@@ -403,6 +531,8 @@ pub struct StatsRecord {
     /// intervals that yielded none because some thread ran only part of them (`None`:
     /// the policy wants no segments).
     pub segments: Option<(u64, u64)>,
+    /// Address samples since the last line (`None`: the policy samples no addresses).
+    pub address_samples: Option<SampleStats>,
     /// The policy's own statistics.
     pub policy: BTreeMap<String, f64>,
 }
@@ -433,6 +563,12 @@ impl StatsRecord {
         );
         if let Some((n, u)) = self.segments {
             s += &format!(" | segments {n} ({u} uncertain)");
+        }
+        if let Some(a) = self.address_samples {
+            s += &format!(
+                " | samples {} ({} filtered, {} lost)",
+                a.delivered, a.filtered, a.lost
+            );
         }
         if !self.policy.is_empty() {
             s += " |";
@@ -485,6 +621,10 @@ pub struct Daemon {
     segments: Option<SegmentBuilder>,
     /// The segment counts at the last stats line.
     last_segments: crate::corun::SegmentCounts,
+    /// Address sampling.
+    sampling: Sampling,
+    /// The sample counts at the last stats line.
+    last_samples: SampleStats,
     policy: Box<dyn Policy>,
     rng: SimRng,
     journal: Journal,
@@ -561,13 +701,27 @@ pub fn raise_fd_limit() -> u64 {
 
 impl Daemon {
     /// Starts `policy` on the threads of `target`: checks that the policy's counters
-    /// exist, initialises it and takes over the threads that exist now. On error nothing
-    /// stays changed.
+    /// (and, if it requires address samples, a memory-sampling event) exist,
+    /// initialises it and takes over the threads that exist now. On error nothing stays
+    /// changed. Addresses are sampled with the host's precise memory-load event
+    /// ([`SamplingEventChoice::Discover`]; see [`Daemon::start_with`]).
     pub fn start(
         host: HostTopology,
         policy: Box<dyn Policy>,
         target: Target,
         config: DaemonConfig,
+    ) -> Result<Daemon, DaemonError> {
+        Self::start_with(host, policy, target, config, SamplingEventChoice::Discover)
+    }
+
+    /// [`Daemon::start`] with the address-sampling event chosen (software page faults
+    /// test the sampling path on a host without a PMU).
+    pub fn start_with(
+        host: HostTopology,
+        policy: Box<dyn Policy>,
+        target: Target,
+        config: DaemonConfig,
+        sampling_event: SamplingEventChoice,
     ) -> Result<Daemon, DaemonError> {
         let probe = perf::probe();
         let have = |k: CounterKind| probe.iter().any(|(p, r)| *p == k && r.is_ok());
@@ -592,6 +746,16 @@ impl Daemon {
                 (k, why)
             })
             .collect();
+        let events = sampling_event.resolve();
+        if policy.requires_address_samples() {
+            if let Err(why) = &events {
+                return Err(DaemonError::MissingSampling {
+                    policy: policy.name().to_string(),
+                    events: why.clone(),
+                    counters: missing,
+                });
+            }
+        }
         if !missing.is_empty() {
             return Err(DaemonError::MissingCounters {
                 policy: policy.name().to_string(),
@@ -646,6 +810,14 @@ impl Daemon {
             },
             segments: builder,
             last_segments: Default::default(),
+            sampling: Sampling {
+                events,
+                period: None,
+                next_drain: None,
+                raw: Vec::new(),
+                totals: SampleStats::default(),
+            },
+            last_samples: SampleStats::default(),
             policy,
             classifier: Classifier::new(config.classes.clone()),
             rng: SimRng::new(config.seed),
@@ -689,6 +861,26 @@ impl Daemon {
         &self.state.kinds
     }
 
+    /// The events addresses are sampled with (empty: none on this host; see
+    /// [`Daemon::start_with`]).
+    pub fn sampling_events(&self) -> &[EventSpec] {
+        self.sampling.events.as_deref().unwrap_or(&[])
+    }
+
+    /// Managed threads with sampling events open now.
+    pub fn sampled_threads(&self) -> usize {
+        self.state
+            .threads
+            .values()
+            .filter(|t| !t.samplers.is_empty())
+            .count()
+    }
+
+    /// Address samples over the run so far.
+    pub fn sample_totals(&self) -> SampleStats {
+        self.sampling.totals
+    }
+
     /// Managed threads now.
     pub fn threads(&self) -> usize {
         self.state.threads.len()
@@ -710,20 +902,25 @@ impl Daemon {
         &self.latencies
     }
 
-    /// When [`Daemon::poll`] next has work (a scan or a tick).
+    /// When [`Daemon::poll`] next has work (a scan, a tick, draining sample rings).
     pub fn next_due(&self) -> Instant {
-        match self.next_tick {
-            Some(t) => t.min(self.next_scan),
-            None => self.next_scan,
-        }
+        [self.next_tick, self.sampling.next_drain]
+            .into_iter()
+            .flatten()
+            .fold(self.next_scan, Instant::min)
     }
 
-    /// Does what is due: a scan for threads that started or exited, the policy's tick.
+    /// Does what is due: a scan for threads that started or exited, the policy's tick
+    /// (after the samples taken since the last drain), draining sample rings.
     pub fn poll(&mut self) -> Result<(), DaemonError> {
         let now = Instant::now();
         if now >= self.next_scan {
             self.scan()?;
             self.next_scan = now + Duration::from_secs_f64(self.config.scan_ms / 1e3);
+        }
+        let tick_due = self.next_tick.is_some_and(|t| now >= t);
+        if !tick_due && self.sampling.next_drain.is_some_and(|t| now >= t) {
+            self.deliver_samples()?;
         }
         if let Some(t) = self.next_tick {
             if now >= t {
@@ -743,6 +940,7 @@ impl Daemon {
                         self.refresh_counters();
                     }
                 }
+                self.deliver_samples()?;
                 self.hook_timed(t0, |p, ctx| p.tick(ctx))?;
                 // the next tick one period after this one, never in a burst after a stall
                 let period = Duration::from_nanos(self.tick_period.map_or(0, |p| p.0));
@@ -778,6 +976,133 @@ impl Daemon {
             self.hook(|p, ctx| p.corun_segment(ctx, &seg))?;
         }
         Ok(())
+    }
+
+    /// Turns address sampling on with period `p` on every managed thread, or changes
+    /// the period of the events open.
+    fn start_sampling(&mut self, p: u64) {
+        let Ok(specs) = &self.sampling.events else {
+            return;
+        };
+        if self.sampling.period == Some(p) {
+            return; // nothing changes
+        }
+        if self.sampling.period.replace(p).is_none() {
+            self.sampling.next_drain =
+                Some(Instant::now() + Duration::from_millis(SAMPLE_DRAIN_MS));
+        }
+        let mut errors = Vec::new();
+        for (&tid, tr) in self.state.threads.iter_mut() {
+            if tr.samplers.is_empty() {
+                let (evs, errs) = open_samplers(tid, specs, p);
+                tr.samplers = evs;
+                errors.extend(errs.into_iter().map(|e| (tid, e)));
+            } else {
+                for (i, ev) in &mut tr.samplers {
+                    if let Err(e) = ev.set_period(specs[*i].period_for(p)) {
+                        errors.push((tid, e));
+                    }
+                }
+            }
+        }
+        self.sampling_failed(errors);
+    }
+
+    /// Closes every sampling event; samples still in their rings are not delivered.
+    fn stop_sampling(&mut self) {
+        self.sampling.period = None;
+        self.sampling.next_drain = None;
+        for tr in self.state.threads.values_mut() {
+            tr.samplers.clear();
+        }
+    }
+
+    /// Counts and reports (once per kind) sampling events that failed on threads.
+    fn sampling_failed(&mut self, errors: Vec<(Tid, SamplingError)>) {
+        for (tid, e) in errors {
+            self.totals.failures += 1;
+            let kind = match &e {
+                SamplingError::Denied { .. } => "denied",
+                SamplingError::Unsupported { .. } => "unsupported",
+                SamplingError::Mmap { .. } => "mmap",
+                SamplingError::Corrupt { .. } => "corrupt",
+                _ => "other",
+            };
+            self.warn_once_per(
+                format!("sampling {kind}"),
+                format!("address sampling failed on thread {tid}: {e} (failures like this are counted in the stats, not repeated)"),
+            );
+        }
+    }
+
+    /// Drains the sample rings of every managed thread (or only of `only`) and gives
+    /// the samples kept to the policy in one hook call; schedules the next drain.
+    fn deliver_samples_of(&mut self, only: Option<Tid>) -> Result<(), DaemonError> {
+        if self.sampling.period.is_none() {
+            return Ok(());
+        }
+        if only.is_none() {
+            self.sampling.next_drain =
+                Some(Instant::now() + Duration::from_millis(SAMPLE_DRAIN_MS));
+        }
+        let mut raw = std::mem::take(&mut self.sampling.raw);
+        let mut out = Vec::new();
+        let mut errors = Vec::new();
+        let State { threads, host, .. } = &mut self.state;
+        let mut drain = |tid: Tid, tr: &mut Tracked| {
+            for (_, ev) in &mut tr.samplers {
+                raw.clear();
+                match ev.drain(&mut raw) {
+                    Ok(c) => self.sampling.totals.lost += c.lost,
+                    Err(e) => errors.push((tid, e)), // samples before the bad record are kept
+                }
+                for s in &raw {
+                    let cpu = s
+                        .cpu
+                        .and_then(|c| host.os_cpu.iter().position(|&os| os == c))
+                        .or_else(|| host.os_cpu.iter().position(|&os| os == tr.stat.processor));
+                    let keep = s.addr < KERNEL_HALF
+                        && s.data_src.is_none_or(sampling::is_remote_cache_hit);
+                    match cpu {
+                        Some(cpu) if keep => {
+                            out.push(AddressSample {
+                                // a per-thread event samples that thread only
+                                thread: ThreadId(tid as u32),
+                                cpu: CpuId(cpu as u32),
+                                addr: Addr(s.addr),
+                                is_write: false,
+                            });
+                            self.sampling.totals.delivered += 1;
+                        }
+                        _ => self.sampling.totals.filtered += 1,
+                    }
+                }
+            }
+        };
+        match only {
+            Some(tid) => {
+                if let Some(tr) = threads.get_mut(&tid) {
+                    drain(tid, tr);
+                }
+            }
+            None => threads.iter_mut().for_each(|(&tid, tr)| drain(tid, tr)),
+        }
+        raw.clear();
+        self.sampling.raw = raw;
+        self.sampling_failed(errors);
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.hook(|p, ctx| {
+            for s in &out {
+                p.address_sample(ctx, s);
+            }
+        })
+    }
+
+    /// [`Daemon::deliver_samples_of`] every thread.
+    fn deliver_samples(&mut self) -> Result<(), DaemonError> {
+        self.deliver_samples_of(None)
     }
 
     /// Whether any managed process is still alive (meaningful for
@@ -831,7 +1156,16 @@ impl Daemon {
     }
 
     fn apply(&mut self, out: Vec<Directive>) -> Result<(), DaemonError> {
-        for d in out {
+        // a policy may re-arm its sampling period after every sample (thread clustering
+        // jitters it so, as the paper's handler does): only a batch's last period counts,
+        // so that one drain costs at most one period change per event, not one per sample
+        let last_period = out
+            .iter()
+            .rposition(|d| matches!(d, Directive::SetSamplingPeriod { .. }));
+        for (i, d) in out.into_iter().enumerate() {
+            if matches!(d, Directive::SetSamplingPeriod { .. }) && Some(i) != last_period {
+                continue;
+            }
             let (tid, kind, res) = match d {
                 Directive::SetTickPeriod { period } => {
                     self.tick_period = period.filter(|p| p.0 > 0);
@@ -840,14 +1174,21 @@ impl Daemon {
                         .map(|p| Instant::now() + Duration::from_nanos(p.0));
                     continue;
                 }
-                Directive::SetSamplingPeriod { period: Some(_) } => {
-                    self.warn_once(format!(
-                        "policy '{}' asked for address sampling, which the Linux backend does not provide; ignored",
-                        self.policy.name()
-                    ));
+                Directive::SetSamplingPeriod { period } => {
+                    match (period.filter(|&p| p > 0), &self.sampling.events) {
+                        (Some(_), Err(why)) => {
+                            // only a policy that does not require samples gets here
+                            let w = format!(
+                                "policy '{}' asked for address sampling, which this machine does not provide ({why}); ignored",
+                                self.policy.name()
+                            );
+                            self.warn_once(w);
+                        }
+                        (Some(p), Ok(_)) => self.start_sampling(p),
+                        (None, _) => self.stop_sampling(),
+                    }
                     continue;
                 }
-                Directive::SetSamplingPeriod { period: None } => continue,
                 Directive::SetMask { thread, mask } => {
                     let tid = thread.0 as Tid;
                     if !self.state.threads.contains_key(&tid) {
@@ -1130,6 +1471,8 @@ impl Daemon {
             // a counter stays readable after its thread exits: keep the final counts
             read_counters(tr);
             self.totals.exited_counters.accumulate(&tr.counters);
+            // its last samples, before the policy hears that it exited
+            self.deliver_samples_of(Some(tid))?;
             self.hook(|p, ctx| p.thread_exited(ctx, ThreadId(tid as u32)))?;
             if let Some(tr) = self.state.threads.remove(&tid) {
                 if let Some(p) = self.procs.get_mut(&tr.pid) {
@@ -1229,8 +1572,17 @@ impl Daemon {
             self.classifier
                 .class_of(tid, pid, &stat.comm, &process_comm)
         };
+        let samplers = match (self.sampling.period, &self.sampling.events) {
+            (Some(p), Ok(specs)) => {
+                let (evs, errs) = open_samplers(tid, specs, p);
+                self.sampling_failed(errs.into_iter().map(|e| (tid, e)).collect());
+                evs
+            }
+            _ => Vec::new(),
+        };
         let tr = Tracked {
             pid,
+            samplers,
             info: ThreadInfo {
                 name: stat.comm.clone(),
                 process: pid as u32,
@@ -1358,8 +1710,12 @@ impl Daemon {
                 let (c, p) = (b.counts, self.last_segments);
                 (c.segments - p.segments, c.uncertain - p.uncertain)
             }),
+            address_samples: (self.sampling.period.is_some()
+                || self.sampling.totals != self.last_samples)
+                .then(|| self.sampling.totals.since(&self.last_samples)),
             policy: self.policy.stats().into_iter().collect(),
         };
+        self.last_samples = self.sampling.totals;
         if let Some(b) = &self.segments {
             self.last_segments = b.counts;
         }
@@ -1396,6 +1752,27 @@ impl Drop for Daemon {
     }
 }
 
+/// Opens every event of `specs` on thread `tid` with period `p` (as each event's rules
+/// allow): the events opened, with their indices in `specs`, and the errors of those
+/// that failed (none for a thread that vanished).
+fn open_samplers(
+    tid: Tid,
+    specs: &[EventSpec],
+    p: u64,
+) -> (Vec<(usize, SampledEvent)>, Vec<SamplingError>) {
+    let mut evs = Vec::with_capacity(specs.len());
+    let mut errs = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        match SampledEvent::open(tid, spec, p, SAMPLE_DATA_PAGES) {
+            Ok(ev) => evs.push((i, ev)),
+            Err(SamplingError::Gone { .. }) => return (Vec::new(), Vec::new()),
+            Err(e) => errs.push(e),
+        }
+    }
+    (evs, errs)
+}
+
+/// Reads a thread's counters into its [`Counters`].
 fn read_counters(tr: &mut Tracked) {
     for c in &tr.perf {
         if let Ok(v) = c.read() {

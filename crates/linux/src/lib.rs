@@ -2,6 +2,7 @@
 //!
 //! It provides the host topology read from sysfs ([`sysfs`]), processes and threads
 //! from `/proc` ([`procfs`]), per-thread counters through `perf_event_open` ([`perf`]),
+//! data-address sampling through its ring buffer ([`sampling`]),
 //! per-thread scheduling controls (sched_setaffinity, sched_setattr slices, setpriority)
 //! behind a journal that restores them ([`sched`]), thread classes assigned by rules
 //! ([`classes`]), and the daemon that runs a policy on real threads with all of these
@@ -14,6 +15,7 @@ pub mod mmap;
 pub mod perf;
 pub mod process;
 pub mod procfs;
+pub mod sampling;
 pub mod sched;
 pub mod sysfs;
 

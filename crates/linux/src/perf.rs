@@ -6,6 +6,9 @@
 //! likely reason (no PMU, as in most VMs; `perf_event_paranoid`), so that a policy that
 //! needs a missing counter can refuse to start with that reason instead of running
 //! blind.
+//!
+//! The attr and the system call are shared with [`crate::sampling`], which opens
+//! sampling events with a ring buffer on the same `struct perf_event_attr`.
 
 use cachesched_core::CounterKind;
 use std::io;
@@ -75,7 +78,7 @@ impl PerfError {
 
 /// An OS error as its errno name where it is one perf_event_open gives (`ENOENT`), else
 /// as the OS describes it: what a user can look up in perf_event_open(2).
-fn errno(e: &io::Error) -> String {
+pub(crate) fn errno(e: &io::Error) -> String {
     let name = match e.raw_os_error() {
         Some(1) => "EPERM",
         Some(2) => "ENOENT",
@@ -107,20 +110,84 @@ pub fn event_of(kind: CounterKind) -> Option<(u32, u64)> {
     })
 }
 
-/// `struct perf_event_attr`, PERF_ATTR_SIZE_VER0 (64 bytes).
+/// `struct perf_event_attr` up to PERF_ATTR_SIZE_VER1 (72 bytes: VER0's 64 and
+/// `config2`), the part both counting ([`Counter`]) and sampling
+/// ([`crate::sampling`]) use. The kernel treats the fields a larger attr would add as
+/// zero.
 #[repr(C)]
-#[derive(Default)]
-struct RawAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct RawAttr {
+    /// `type`: the PMU (PERF_TYPE_* or a dynamic PMU's number from sysfs).
+    pub(crate) kind: u32,
+    /// `size`: `size_of::<RawAttr>()`.
+    pub(crate) size: u32,
+    /// `config`: the event on that PMU.
+    pub(crate) config: u64,
+    /// `sample_period` (`sample_freq` with the freq bit, which we never set).
+    pub(crate) sample_period: u64,
+    /// `sample_type`: the PERF_SAMPLE_* fields of each sample record.
+    pub(crate) sample_type: u64,
+    /// `read_format`: what `read(2)` returns.
+    pub(crate) read_format: u64,
+    /// The bit field from `disabled` to `sigtrap` (the `ATTR_*` constants).
+    pub(crate) flags: u64,
+    /// `wakeup_events` (or `wakeup_watermark` with the watermark bit).
+    pub(crate) wakeup_events: u32,
+    /// `bp_type` (breakpoints only).
+    pub(crate) bp_type: u32,
+    /// `config1` (`bp_addr` for breakpoints): e.g. Intel's load-latency threshold.
+    pub(crate) config1: u64,
+    /// `config2` (`bp_len` for breakpoints), added in PERF_ATTR_SIZE_VER1.
+    pub(crate) config2: u64,
+}
+
+/// PERF_ATTR_SIZE_VER1.
+const PERF_ATTR_SIZE_VER1: usize = 72;
+const _: () = assert!(std::mem::size_of::<RawAttr>() == PERF_ATTR_SIZE_VER1);
+// the offsets of include/uapi/linux/perf_event.h
+const _: () = assert!(std::mem::offset_of!(RawAttr, flags) == 40);
+const _: () = assert!(std::mem::offset_of!(RawAttr, config1) == 56);
+const _: () = assert!(std::mem::offset_of!(RawAttr, config2) == 64);
+
+impl RawAttr {
+    /// An attr of the right size for event (`kind`, `config`) with everything else zero.
+    pub(crate) fn new(kind: u32, config: u64) -> RawAttr {
+        RawAttr {
+            kind,
+            size: std::mem::size_of::<RawAttr>() as u32,
+            config,
+            ..RawAttr::default()
+        }
+    }
+}
+
+/// Calls `perf_event_open(attr, tid, cpu -1 (any), group_fd, FD_CLOEXEC)`: a new event on
+/// thread `tid`, in the group of `group_fd` (-1: its own group).
+pub(crate) fn open_event(attr: &RawAttr, tid: i32, group_fd: i32) -> io::Result<OwnedFd> {
+    // SAFETY: `attr` is a valid, initialised perf_event_attr whose `size` field is its
+    // size; the kernel only reads it. The call returns a new file descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const RawAttr,
+            tid,
+            -1i32,
+            group_fd,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// `/proc/sys/kernel/perf_event_paranoid`, trimmed (or "unreadable"), for messages.
+pub(crate) fn paranoid() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unreadable".into())
 }
 
 /// `perf_event_open` flag: close the descriptor on exec.
@@ -129,10 +196,21 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 /// `read_format`: the time the event was enabled, then the time it was counting.
 const READ_TIMES: u64 = 1 | 2;
 
+/// Bit of `flags`: the event starts disabled (enabled later by ioctl).
+pub(crate) const ATTR_DISABLED: u64 = 1 << 0;
 /// Bit of `flags`: don't count in the kernel.
-const EXCLUDE_KERNEL: u64 = 1 << 5;
+pub(crate) const EXCLUDE_KERNEL: u64 = 1 << 5;
 /// Bit of `flags`: don't count in the hypervisor.
-const EXCLUDE_HV: u64 = 1 << 6;
+pub(crate) const EXCLUDE_HV: u64 = 1 << 6;
+/// Bit of `flags`: non-sample records (PERF_RECORD_LOST …) carry the sample's id
+/// fields (`sample_id_all`).
+pub(crate) const ATTR_SAMPLE_ID_ALL: u64 = 1 << 18;
+
+/// The `precise_ip` bits (15–16) of `flags` for skid level `level` (0: arbitrary skid …
+/// 3: zero skid); levels above 3 are taken as 3.
+pub(crate) fn attr_precise_ip(level: u8) -> u64 {
+    u64::from(level.min(3)) << 15
+}
 
 /// One open counter on one thread, counting from when it was opened.
 #[derive(Debug)]
@@ -160,44 +238,27 @@ impl Counter {
     fn open_with(tid: i32, kind: CounterKind, flags: u64) -> Result<Counter, PerfError> {
         let (t, config) = event_of(kind).ok_or(PerfError::NoMapping(kind))?;
         let attr = RawAttr {
-            kind: t,
-            size: std::mem::size_of::<RawAttr>() as u32,
-            config,
             flags,
             read_format: READ_TIMES,
-            ..Default::default()
+            ..RawAttr::new(t, config)
         };
-        // SAFETY: `attr` is a valid perf_event_attr of the declared size; the call
-        // returns a new file descriptor or -1.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &attr as *const RawAttr,
-                tid,
-                -1i32,
-                -1i32,
-                PERF_FLAG_FD_CLOEXEC,
-            )
+        let fd = match open_event(&attr, tid, -1) {
+            Ok(fd) => fd,
+            Err(e) => {
+                return Err(match e.raw_os_error() {
+                    Some(libc::ESRCH) => PerfError::Gone { tid },
+                    Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) => {
+                        PerfError::Unsupported { kind, source: e }
+                    }
+                    Some(libc::EACCES | libc::EPERM) => PerfError::Denied {
+                        kind,
+                        paranoid: paranoid(),
+                        source: e,
+                    },
+                    _ => PerfError::Os { kind, source: e },
+                })
+            }
         };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::ESRCH) => PerfError::Gone { tid },
-                Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) => {
-                    PerfError::Unsupported { kind, source: e }
-                }
-                Some(libc::EACCES | libc::EPERM) => PerfError::Denied {
-                    kind,
-                    paranoid: std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-                        .map(|s| s.trim().to_string())
-                        .unwrap_or_else(|_| "unreadable".into()),
-                    source: e,
-                },
-                _ => PerfError::Os { kind, source: e },
-            });
-        }
-        // SAFETY: fd is a fresh descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
         Ok(Counter {
             fd,
             kind,

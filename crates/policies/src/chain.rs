@@ -257,6 +257,18 @@ impl Policy for Chain {
             })
             .collect()
     }
+
+    fn vectors(&self) -> Vec<(String, Vec<f64>)> {
+        self.policies
+            .iter()
+            .flat_map(|p| {
+                let n = p.name().to_string();
+                p.vectors()
+                    .into_iter()
+                    .map(move |(k, v)| (format!("{n}.{k}"), v))
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

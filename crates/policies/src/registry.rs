@@ -4,6 +4,7 @@
 use crate::affinity::{Affinity, AffinityConfig};
 use crate::cachefair::{CacheFair, CacheFairConfig};
 use crate::casc::{Casc, CascConfig};
+use crate::clustering::{ClusteringConfig, ThreadClustering};
 use crate::demo::{Demo, DemoConfig};
 use crate::timeslice::{Timeslice, TimesliceConfig};
 use cachesched_core::Policy;
@@ -11,7 +12,14 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// Names accepted by [`PolicySpec::parse`].
-pub const POLICY_NAMES: &[&str] = &["affinity", "cachefair", "casc", "demo", "timeslice"];
+pub const POLICY_NAMES: &[&str] = &[
+    "affinity",
+    "cachefair",
+    "casc",
+    "clustering",
+    "demo",
+    "timeslice",
+];
 
 /// A policy and its configuration, e.g. `{ name = "demo", slice_ms = 10 }`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +32,9 @@ pub enum PolicySpec {
     Cachefair(CacheFairConfig),
     /// CASC co-scheduling by partial-cache miss rates ([`Casc`]).
     Casc(CascConfig),
+    /// Sharing-aware thread clustering: threads sharing data placed on one chip
+    /// ([`ThreadClustering`]).
+    Clustering(ClusteringConfig),
     /// The demonstration policy ([`Demo`]).
     Demo(DemoConfig),
     /// Timeslice aggregation ([`Timeslice`]).
@@ -99,6 +110,7 @@ impl PolicySpec {
             PolicySpec::Affinity(c) => c.validate(),
             PolicySpec::Cachefair(c) => c.validate(),
             PolicySpec::Casc(c) => c.validate(),
+            PolicySpec::Clustering(c) => c.validate(),
             PolicySpec::Timeslice(c) => c.validate(),
             PolicySpec::Demo(_) => Ok(()),
         };
@@ -114,6 +126,7 @@ impl PolicySpec {
             PolicySpec::Affinity(_) => "affinity",
             PolicySpec::Cachefair(_) => "cachefair",
             PolicySpec::Casc(_) => "casc",
+            PolicySpec::Clustering(_) => "clustering",
             PolicySpec::Demo(_) => "demo",
             PolicySpec::Timeslice(_) => "timeslice",
         }
@@ -126,6 +139,7 @@ pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
         PolicySpec::Affinity(c) => Box::new(Affinity::new(c.clone())),
         PolicySpec::Cachefair(c) => Box::new(CacheFair::new(c.clone())),
         PolicySpec::Casc(c) => Box::new(Casc::new(c.clone())),
+        PolicySpec::Clustering(c) => Box::new(ThreadClustering::new(c.clone())),
         PolicySpec::Demo(c) => Box::new(Demo::new(c.clone())),
         PolicySpec::Timeslice(c) => Box::new(Timeslice::new(c.clone())),
     }

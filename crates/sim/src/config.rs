@@ -99,6 +99,15 @@ pub struct KernelConfig {
     /// tick, so that a policy measuring over segments keeps getting data while nothing
     /// changes on a cache.
     pub corun_segment_max_ms: f64,
+    /// CPU cycles one address sample costs the thread whose access was sampled, as the
+    /// overflow interrupt and handler that read the sampled address do (default 0:
+    /// free). The thread-clustering paper's overhead (Figure 8) emerges from this.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub sample_cost_cycles: u64,
+}
+
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
 }
 
 /// The simulated kernel's physical page allocator.
@@ -155,6 +164,7 @@ impl Default for KernelConfig {
             starvation_limit_ms: 2000.0,
             corun_segment_max_ms: 10.0,
             page_placement: PagePlacement::Random,
+            sample_cost_cycles: 0,
         }
     }
 }
@@ -255,6 +265,15 @@ pub struct ThreadGroup {
     /// process in one group). Thread i of n is in group i mod ceil(n / this).
     #[serde(default)]
     pub threads_per_group: Option<u32>,
+    /// How threads are dealt into sharing groups (default `interleaved`: thread i of n
+    /// in group i mod ⌈n / threads_per_group⌉).
+    #[serde(default, skip_serializing_if = "GroupAssignment::is_default")]
+    pub group_assignment: GroupAssignment,
+    /// Pin each thread to one CPU, as a hand placement does with balancing off (default:
+    /// none, the kernel places and balances). Intersected with `cpus`, which it must
+    /// not contradict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<Pin>,
     /// Start time in ms (default 0).
     #[serde(default)]
     pub start_ms: f64,
@@ -326,6 +345,8 @@ impl ThreadGroup {
             real: None,
             phases: Vec::new(),
             threads_per_group: None,
+            group_assignment: GroupAssignment::Interleaved,
+            pin: None,
             count,
             same_process: false,
             start_ms: 0.0,
@@ -512,6 +533,39 @@ impl ThreadGroup {
         }
         Ok(groups)
     }
+}
+
+/// How the threads of a process are dealt into its sharing groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupAssignment {
+    /// Thread i of n in group i mod ⌈n / threads_per_group⌉: threads created one after
+    /// another land in different groups, as connections are served in arrival order.
+    #[default]
+    Interleaved,
+    /// A permutation drawn from the run's seed, groups kept equal in size: no placement
+    /// that follows thread ids (the kernel's start-up spreading, round-robin pinning) is
+    /// aligned with the groups by construction.
+    Seeded,
+}
+
+impl GroupAssignment {
+    fn is_default(&self) -> bool {
+        *self == GroupAssignment::Interleaved
+    }
+}
+
+/// A per-thread pinning of a thread group (the thread-clustering paper's manual
+/// placements, §5.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pin {
+    /// Thread k of the run (all groups, in order) on CPU k mod CPUs.
+    RoundRobin,
+    /// Sharing group g on chip g mod chips, the group's threads round-robin over the
+    /// chip's CPUs (continuing where the chip's previous group stopped): the paper's
+    /// hand-optimised placement, which knows the ground truth as its authors did.
+    ByGroup,
 }
 
 /// How a mix names a program of the real-program suite: `real:xz`.

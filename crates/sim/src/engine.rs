@@ -9,7 +9,7 @@
 //! requests are made at its ready time (see [`crate::hw::core`]), so the shared caches
 //! and the memory bus see every request in simulated-time order.
 
-use crate::config::{Partition, SimConfig, Source, TraceStart};
+use crate::config::{GroupAssignment, Partition, Pin, SimConfig, Source, TraceStart};
 use crate::hw::core::{charge_stall, ContextState, CoreTiming, Phase};
 use crate::hw::machine::{MachineConfig, MachineError};
 use crate::hw::memory::{BusStats, MemorySystem, ServedBy};
@@ -116,7 +116,8 @@ impl Kernel {
     /// The pending access of thread `t` on CPU `c` at `now`; returns when the thread
     /// can go on (later than `now` if it must first wait for a miss register, the data
     /// of the load its address depends on, or a store-buffer entry, in which case the
-    /// access is made then).
+    /// access is made then; or later than `now` after the access is made, when it was
+    /// sampled and the sample's handler occupies the CPU for `sample_cost_cycles`).
     #[inline]
     fn access(&mut self, c: usize, t: usize, now: u64) -> u64 {
         let ct = &self.core_timing;
@@ -143,11 +144,15 @@ impl Kernel {
             .mem
             .data_access(c, t as u32, phys, pc, write, now, &mut th.ctr);
         let latency = out.stall_cycles as u64;
+        let mut handler = 0;
         if out.source == ServedBy::Remote {
             if let Some(p) = self.sampling_period {
                 self.sample_countdown = self.sample_countdown.saturating_sub(1);
                 if self.sample_countdown == 0 {
                     self.sample_countdown = p;
+                    // the overflow interrupt: the CPU runs the handler, not the thread
+                    handler = self.kcfg.sample_cost_cycles;
+                    self.stats.sample_cost_cycles += handler;
                     self.events.push(PolicyEvent::Sample(AddressSample {
                         thread: th.id,
                         cpu: CpuId(c as u32),
@@ -163,7 +168,7 @@ impl Kernel {
             th.timing.load(now, latency, out.source);
         }
         th.timing.phase = Phase::Issue;
-        now
+        now + handler
     }
 
     /// Thread `t` on CPU `c` at `now` fetches (if its code moved to a new line) and
@@ -377,7 +382,12 @@ impl Simulation {
         let mut threads = Vec::new();
         let mut starts = Vec::new();
         let mut process = 0u32;
-        for g in &cfg.threads {
+        // CPUs of each chip in id order, and how many threads `Pin::ByGroup` put on each
+        let chip_cpus: Vec<Vec<u32>> = (0..topo.nr_chips() as u32)
+            .map(|c| topo.chip_cpus(c).iter().map(|x| x.0).collect())
+            .collect();
+        let mut chip_fill = vec![0usize; chip_cpus.len()];
+        for (gi, g) in cfg.threads.iter().enumerate() {
             let (source, label) = g.resolve()?;
             let bound = match &g.cpus {
                 None => topo.all_cpus(),
@@ -392,11 +402,51 @@ impl Simulation {
                     Cpumask::from_cpus(list.iter().map(|&c| CpuId(c)))
                 }
             };
+            let groups = g.sharing_groups();
+            let group_of: Vec<u32> = match g.group_assignment {
+                GroupAssignment::Interleaved => (0..g.count).map(|i| i % groups).collect(),
+                GroupAssignment::Seeded => {
+                    let mut perm: Vec<u32> = (0..g.count).collect();
+                    let mut r = rng.fork(7000 + gi as u64);
+                    for k in (1..perm.len()).rev() {
+                        perm.swap(k, r.below(k as u64 + 1) as usize);
+                    }
+                    perm.iter().map(|&p| p % groups).collect()
+                }
+            };
+            // the CPU each thread is pinned to, if the group is pinned
+            let pins: Vec<Option<u32>> = match g.pin {
+                None => vec![None; g.count as usize],
+                Some(Pin::RoundRobin) => (0..g.count as usize)
+                    .map(|i| Some(((threads.len() + i) % topo.nr_cpus()) as u32))
+                    .collect(),
+                Some(Pin::ByGroup) => {
+                    let mut out = Vec::with_capacity(g.count as usize);
+                    for &grp in &group_of {
+                        let chip = grp as usize % chip_cpus.len();
+                        let cpus = &chip_cpus[chip];
+                        out.push(Some(cpus[chip_fill[chip] % cpus.len()]));
+                        chip_fill[chip] += 1;
+                    }
+                    out
+                }
+            };
             for i in 0..g.count {
                 let idx = threads.len();
                 let proc_id = if g.same_process { process } else { process + i };
                 let index_in_proc = if g.same_process { i } else { 0 };
-                let sharing_group = i % g.sharing_groups();
+                let sharing_group = group_of[i as usize];
+                let bound = match pins[i as usize] {
+                    None => bound.clone(),
+                    Some(cpu) => {
+                        if !bound.contains(CpuId(cpu)) {
+                            return Err(SimError::Config(format!(
+                                "thread group '{label}': its pin puts a thread on CPU {cpu}, outside its cpus; drop one of `pin` and `cpus`"
+                            )));
+                        }
+                        Cpumask::from_cpus([CpuId(cpu)])
+                    }
+                };
                 let w: Box<dyn Workload> = match &source {
                     Source::Model(model) => Box::new(LocalityThread::in_group(
                         model.clone(),
@@ -881,6 +931,11 @@ impl Simulation {
             .as_ref()
             .map(|p| p.stats().into_iter().collect())
             .unwrap_or_default();
+        let policy_vectors: BTreeMap<String, Vec<f64>> = self
+            .policy
+            .as_ref()
+            .map(|p| p.vectors().into_iter().collect())
+            .unwrap_or_default();
         RunResult {
             seed: self.cfg.seed,
             machine: self.machine.name.clone(),
@@ -909,6 +964,7 @@ impl Simulation {
             cpus,
             kernel: self.k.stats.clone(),
             policy_stats,
+            policy_vectors,
             timeline: self.timeline,
         }
     }

@@ -83,6 +83,13 @@ pub struct KernelStats {
     pub corun_segments: u64,
     /// Address samples delivered.
     pub address_samples: u64,
+    /// CPU cycles spent taking address samples (`kernel.sample_cost_cycles` each).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sample_cost_cycles: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// One point of the timeline.
@@ -153,6 +160,10 @@ pub struct RunResult {
     pub kernel: KernelStats,
     /// Policy statistics.
     pub policy_stats: BTreeMap<String, f64>,
+    /// Policy vectors ([`cachesched_core::Policy::vectors`]), e.g. the sharing maps of
+    /// thread clustering.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub policy_vectors: BTreeMap<String, Vec<f64>>,
     /// Timeline.
     pub timeline: Vec<TimelinePoint>,
 }
