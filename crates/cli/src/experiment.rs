@@ -267,6 +267,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "remote-cache stall cycles / cycles",
     ),
     (
+        "remote_share_of_stalls",
+        "cycles stalled on data from another chip's cache, as a share of memory stall cycles",
+        "remote-cache stalls / memory stalls",
+    ),
+    (
         "bus_utilization",
         "memory bus utilisation",
         "memory bus utilisation (fraction)",
@@ -331,6 +336,9 @@ pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
         "remote_accesses" => r.totals.remote_accesses as f64,
         "remote_stall_cpki" => {
             1000.0 * r.totals.data_stall_remote_cycles as f64 / r.totals.instructions.max(1) as f64
+        }
+        "remote_share_of_stalls" => {
+            r.totals.data_stall_remote_cycles as f64 / r.totals.mem_stall_cycles.max(1) as f64
         }
         "remote_stall_share" => {
             r.totals.data_stall_remote_cycles as f64 / r.totals.cycles.max(1) as f64

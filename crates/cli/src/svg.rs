@@ -821,4 +821,35 @@ mod tests {
             vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
         );
     }
+
+    #[test]
+    fn heatmap_draws_every_non_zero_cell_the_rows_bars_and_breaks() {
+        let rows: Vec<HeatRow> = (0..4)
+            .map(|t| HeatRow {
+                label: format!("thread {t}"),
+                cells: vec![
+                    if t < 2 { 255.0 } else { 0.0 },
+                    0.0,
+                    if t >= 2 { 100.0 } else { 0.0 },
+                ],
+                category: Some(t / 2),
+            })
+            .collect();
+        let cats = vec!["group 0".to_string(), "group 1".to_string()];
+        let svg = heatmap("t", "slot", "thread", &rows, 255.0, &cats, &[2]);
+        // 4 non-zero cells: two black, two grey
+        assert_eq!(
+            svg.matches("fill=\"rgb(0,0,0)\"").count() - 1,
+            2,
+            "legend adds one black"
+        );
+        assert_eq!(svg.matches("fill=\"rgb(155,155,155)\"").count(), 2);
+        for t in 0..4 {
+            assert!(svg.contains(&format!(">thread {t}<")));
+        }
+        assert!(svg.contains(">group 1<") && svg.contains(">cluster boundary<"));
+        // one cluster rule plus the legend's
+        assert_eq!(svg.matches("stroke=\"#d62728\"").count(), 2);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    }
 }

@@ -446,6 +446,53 @@ fn casc_without_its_counters_refuses_before_changing_anything() {
     sleeper.wait().unwrap();
 }
 
+/// Thread clustering needs data-address samples of remote-cache accesses: on a host
+/// without a precise memory-load event (this VM) it refuses, naming the missing events
+/// beside the missing counters, and never launches the command. Fails if it starts
+/// without samples or the message does not say which events are missing. (With a PMU
+/// whose events and counters are all there, it starts: nothing to test here.)
+#[test]
+fn clustering_without_address_samples_refuses() {
+    let events = cachesched_linux::sampling::memory_sampling_events();
+    let marker = std::env::temp_dir().join(format!("cachesched-cl-refusal-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let out = bin()
+        .args(["run", "--policy", "clustering", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!marker.exists(), "the command ran");
+    assert!(err.contains("policy 'clustering' needs"), "{err}");
+    // the remote-stall counters have no perf mapping on any host yet
+    assert!(err.contains("data_stall_remote_cycles"), "{err}");
+    if events.is_err() {
+        assert!(
+            err.contains("address samples: no precise memory-load event"),
+            "{err}"
+        );
+        assert!(err.contains("mem-loads") && err.contains("ibs_op"), "{err}");
+    }
+    // with the test-only event, only the counters are missing
+    let out = bin()
+        .args([
+            "run",
+            "--policy",
+            "clustering",
+            "--sampling-event",
+            "page-faults",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("address samples:"), "{err}");
+    assert!(err.contains("remote_accesses"), "{err}");
+}
+
 #[test]
 fn bad_run_input_is_named() {
     let run = |args: &[&str]| {
