@@ -106,6 +106,9 @@ pub struct ClusteringConfig {
     pub settle_ms: f64,
     /// Factor on the next window after a round that moved nobody (default 2).
     pub backoff: f64,
+    /// Act on the clusters (default true). False: detect and cluster, then monitor
+    /// again without moving anyone (for measuring detection alone, as Figure 8 does).
+    pub place: bool,
 }
 
 impl Default for ClusteringConfig {
@@ -132,6 +135,7 @@ impl Default for ClusteringConfig {
             max_detect_ms: 2000.0,
             settle_ms: 50.0,
             backoff: 2.0,
+            place: true,
         }
     }
 }
@@ -354,7 +358,11 @@ impl ThreadClustering {
                     .map(|c| (t, c))
             })
             .collect();
-        let placed = place::place(&clusters, &loose, self.chips.len(), &current);
+        let placed = if self.config.place {
+            place::place(&clusters, &loose, self.chips.len(), &current)
+        } else {
+            BTreeMap::new()
+        };
         let mut moved = 0;
         for (&t, &chip) in &placed {
             if current.get(&t) != Some(&chip) {
@@ -690,5 +698,227 @@ impl Policy for ThreadClustering {
                 .collect(),
         ));
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cachesched_core::policy::KernelView;
+    use cachesched_core::{Addr, Counters, Directive, SimRng, ThreadInfo, ThreadView, Topology};
+
+    /// Two chips of two CPUs, four threads of process 7 with settable counters.
+    struct View {
+        topo: Topology,
+        now: Nanos,
+        ctr: Vec<Counters>,
+    }
+
+    impl KernelView for View {
+        fn now(&self) -> Nanos {
+            self.now
+        }
+        fn topology(&self) -> &Topology {
+            &self.topo
+        }
+        fn live_threads(&self) -> Vec<ThreadId> {
+            (0..4).map(ThreadId).collect()
+        }
+        fn thread(&self, t: ThreadId) -> Option<ThreadView> {
+            Some(ThreadView {
+                id: t,
+                info: ThreadInfo {
+                    name: "server".into(),
+                    process: 7,
+                    class: None,
+                },
+                counters: self.ctr[t.0 as usize],
+                running_on: None,
+                last_cpu: Some(CpuId(t.0)),
+                runnable: true,
+                mask: self.topo.all_cpus(),
+                nice: 0,
+            })
+        }
+        fn available_counters(&self) -> &[CounterKind] {
+            &[]
+        }
+    }
+
+    struct Harness {
+        view: View,
+        rng: SimRng,
+        policy: ThreadClustering,
+    }
+
+    impl Harness {
+        fn new(config: ClusteringConfig) -> Harness {
+            let mut h = Harness {
+                view: View {
+                    topo: Topology::symmetric("t", 1000, 2, 2, 1, &[]).unwrap(),
+                    now: Nanos(0),
+                    ctr: vec![Counters::default(); 4],
+                },
+                rng: SimRng::new(1),
+                policy: ThreadClustering::new(config),
+            };
+            h.call(|p, c| p.init(c));
+            for t in 0..4 {
+                h.call(|p, c| p.thread_started(c, ThreadId(t)));
+            }
+            h
+        }
+
+        fn call(&mut self, f: impl FnOnce(&mut ThreadClustering, &mut Ctx<'_>)) -> Vec<Directive> {
+            let mut out = Vec::new();
+            let mut ctx = Ctx::new(&self.view, &mut self.rng, &mut out);
+            f(&mut self.policy, &mut ctx);
+            out
+        }
+
+        /// 10 ms pass; every thread runs `cycles` cycles, `share` of them stalled remotely.
+        fn tick(&mut self, cycles: u64, share: f64) -> Vec<Directive> {
+            self.view.now = Nanos(self.view.now.0 + 10_000_000);
+            for c in &mut self.view.ctr {
+                *c.get_mut(CounterKind::Cycles) += cycles;
+                *c.get_mut(CounterKind::DataStallRemoteCycles) += (cycles as f64 * share) as u64;
+            }
+            self.call(|p, c| p.tick(c))
+        }
+
+        /// `n` samples of thread `t` at the 128-byte regions `regions`, round robin.
+        fn samples(&mut self, t: u32, regions: &[u64], n: usize) {
+            for k in 0..n {
+                let s = AddressSample {
+                    thread: ThreadId(t),
+                    cpu: CpuId(t),
+                    addr: Addr(regions[k % regions.len()] * 128 + 8),
+                    is_write: false,
+                };
+                self.call(|p, c| p.address_sample(c, &s));
+            }
+        }
+    }
+
+    fn config() -> ClusteringConfig {
+        ClusteringConfig {
+            window_cycles: 4e6,
+            samples_per_thread: 800.0,
+            settle_ms: 0.0,
+            ..Default::default()
+        }
+    }
+
+    fn sampling(d: &[Directive]) -> Option<Option<u64>> {
+        d.iter().rev().find_map(|d| match d {
+            Directive::SetSamplingPeriod { period } => Some(*period),
+            _ => None,
+        })
+    }
+
+    fn masks(d: &[Directive]) -> BTreeMap<u32, Cpumask> {
+        d.iter()
+            .filter_map(|d| match d {
+                Directive::SetMask {
+                    thread,
+                    mask: Some(m),
+                } => Some((thread.0, m.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Threads 0 and 3 share regions 1-4, threads 1 and 2 regions 11-14; they run on
+    /// CPUs 0-3, so each pair is split over the two chips.
+    fn feed_pairs(h: &mut Harness) {
+        for (t, r) in [
+            (0, [1, 2, 3, 4]),
+            (3, [1, 2, 3, 4]),
+            (1, [11, 12, 13, 14]),
+            (2, [11, 12, 13, 14]),
+        ] {
+            h.samples(t, &r, 800); // 200 per region: similarity 4 x 200^2 = 160,000
+        }
+    }
+
+    #[test]
+    fn below_the_threshold_it_only_watches() {
+        let mut h = Harness::new(config());
+        for _ in 0..5 {
+            let d = h.tick(1_000_000, 0.19);
+            assert_eq!(sampling(&d), None, "sampling started below 20%");
+            assert!(masks(&d).is_empty());
+        }
+        assert!(h.policy.stats.windows >= 4);
+    }
+
+    #[test]
+    fn detects_clusters_and_places_each_pair_on_one_chip() {
+        let mut h = Harness::new(config());
+        let d = h.tick(1_000_000, 0.25); // one window of 4 M cycles, 25% remote stalls
+        let p = sampling(&d).expect("sampling started").expect("a period");
+        assert!((9..=11).contains(&p), "jittered around 10: {p}");
+        feed_pairs(&mut h);
+        let d = h.tick(1_000_000, 0.25);
+        assert_eq!(sampling(&d), Some(None), "sampling stops after detection");
+        let m = masks(&d);
+        let chip = |t: u32| m[&t].first().map(|c| c.0 / 2).unwrap();
+        assert_eq!(m.len(), 4, "{m:?}");
+        assert_eq!(chip(0), chip(3));
+        assert_eq!(chip(1), chip(2));
+        assert_ne!(chip(0), chip(1));
+        assert!(m.values().all(|mask| mask.weight() == 2), "chip masks");
+        // hysteresis: the chip kept is the one most of the cluster was on (threads 0 and
+        // 1 on chip 0, 2 and 3 on chip 1: one of each pair stays)
+        assert_eq!(h.policy.stats.moved, 2);
+        // with the same sharing again, a second round moves nobody
+        h.tick(1_000_000, 0.25);
+        let d = h.tick(1_000_000, 0.25);
+        assert!(sampling(&d).is_some(), "detection again");
+        feed_pairs(&mut h);
+        let d = h.tick(1_000_000, 0.25);
+        assert!(
+            masks(&d).is_empty(),
+            "the same groups moved: {:?}",
+            masks(&d)
+        );
+        assert_eq!(h.policy.stats.idle_rounds, 1);
+        assert_eq!(h.policy.stats.rounds, 2);
+    }
+
+    #[test]
+    fn place_false_clusters_without_moving() {
+        let mut h = Harness::new(ClusteringConfig {
+            place: false,
+            ..config()
+        });
+        h.tick(1_000_000, 0.25);
+        feed_pairs(&mut h);
+        let d = h.tick(1_000_000, 0.25);
+        assert!(masks(&d).is_empty());
+        assert_eq!(h.policy.stats.rounds, 1);
+        assert_eq!(h.policy.stats.clusters, 2);
+    }
+
+    #[test]
+    fn stores_are_not_counted_and_scale_shrinks_the_target() {
+        let c = ClusteringConfig {
+            sample_scale: 0.1,
+            ..ClusteringConfig::default()
+        };
+        let p = ThreadClustering::new(c.clone());
+        assert_eq!(p.target(16), 100_000);
+        let cp = c.cluster_params();
+        assert_eq!((cp.similarity, cp.small_value, c.saturate()), (400, 0, 26));
+        let mut h = Harness::new(config());
+        h.tick(1_000_000, 0.25);
+        let s = AddressSample {
+            thread: ThreadId(0),
+            cpu: CpuId(0),
+            addr: Addr(4096),
+            is_write: true,
+        };
+        h.call(|p, c| p.address_sample(c, &s));
+        assert_eq!((h.policy.stats.stores, h.policy.stats.counted), (1, 0));
     }
 }
