@@ -3,11 +3,12 @@
 //! found match the workload's ground-truth sharing groups (adjusted Rand index), what
 //! detection cost and how long it took, and Figure 5's picture of the sharing maps.
 
-use crate::experiment::{over_seeds, plain, Job, Scenario};
+use crate::experiment::{metric, over_seeds, paired_change, plain, Job, Scenario};
 use crate::simulate_cmd::write_file;
-use crate::svg::{heatmap, HeatRow};
+use crate::svg::{heatmap, line_chart, HeatRow, Series, XAxis};
 use anyhow::Result;
 use cachesched_policies::clustering::cluster::adjusted_rand_index;
+use cachesched_policies::PolicySpec;
 use cachesched_sim::RunResult;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -171,7 +172,7 @@ pub fn analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> 
     let mut any = false;
     let mut notes = String::new();
     for (vi, v) in sc.variants.iter().enumerate() {
-        if !v.policies.iter().any(|p| p.name() == "clustering") {
+        if !v.policies.iter().any(|p| p.name() == "clustering") || detect_only_period(v).is_some() {
             continue;
         }
         any = true;
@@ -243,9 +244,107 @@ pub fn analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> 
             }
         }
     }
+    let fig8 = figure8(sc, jobs, runs, out)?;
     Ok(if any {
-        md + &notes + "\n"
+        md + &notes + "\n" + &fig8
     } else {
-        String::new()
+        fig8
     })
+}
+
+/// The sampling period of variant `v` if it runs the policy without placing (detection
+/// measured alone).
+fn detect_only_period(v: &crate::experiment::Variant) -> Option<u64> {
+    v.policies.iter().find_map(|p| match p {
+        PolicySpec::Clustering(c) if !c.place => Some(c.period),
+        _ => None,
+    })
+}
+
+/// `(mean, half-width)` as "mean ± half" (the mean alone without an interval).
+fn pm((m, h): (f64, f64)) -> String {
+    if h.is_finite() {
+        format!("{} ± {}", plain(m), plain(h))
+    } else {
+        plain(m)
+    }
+}
+
+/// Figure 8: per detect-only variant (the policy sampling all run long without
+/// placing), the share of remote accesses sampled, the overhead (throughput lost
+/// against the scenario's first variant, paired by seed) and the time to collect the
+/// paper's million samples at the measured rate; plots written to `out`.
+fn figure8(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> Result<String> {
+    let mut rows: Vec<(u64, usize)> = sc
+        .variants
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| detect_only_period(v).map(|p| (p, i)))
+        .collect();
+    if rows.is_empty() {
+        return Ok(String::new());
+    }
+    rows.sort();
+    let machine = sc.machine.resolve()?;
+    let giga_cycles = |ms: f64| ms * machine.freq_mhz as f64 * 1e3 / 1e9;
+    let base = &sc.variants[0].label;
+    let mut md = format!(
+        "Figure 8: sampling one in N remote accesses, detection only (the policy samples \
+         throughout and never moves a thread); each sample costs the sampled CPU {} cycles \
+         (`kernel.sample_cost_cycles`). Overhead: throughput lost against `{base}`, paired \
+         by seed. Time to collect 10^6 samples (the paper's count for SPECjbb) at the \
+         run's sampling rate, in ms and in billions of cycles at {} MHz.\n\n\
+         | sampled | overhead (%) | samples per ms | time to 10^6 samples (ms) | (10^9 cycles) |\n\
+         |---|---|---|---|---|\n",
+        sc.kernel.sample_cost_cycles, machine.freq_mhz
+    );
+    let (mut over, mut time) = (Vec::new(), Vec::new());
+    for (i, &(period, vi)) in rows.iter().enumerate() {
+        let (m, h) = paired_change(jobs, runs, (0, vi), None, "ips");
+        let rates: Vec<f64> = jobs
+            .iter()
+            .zip(runs)
+            .filter(|(j, _)| j.variant == vi)
+            .filter_map(|(_, r)| metric(r, "samples_per_ms"))
+            .collect();
+        let to_ms: Vec<f64> = rates.iter().map(|r| 1e6 / r.max(1e-9)).collect();
+        let (t, th) = over_seeds(&to_ms);
+        md += &format!(
+            "| 1 in {period} ({}%) | {} | {} | {} | {} |\n",
+            plain(100.0 / period as f64),
+            pm((-m, h)),
+            pm(over_seeds(&rates)),
+            pm((t, th)),
+            pm((giga_cycles(t), giga_cycles(th)))
+        );
+        over.push((i as f64, (-m, h)));
+        time.push((i as f64, (giga_cycles(t), giga_cycles(th))));
+    }
+    let labels: Vec<String> = rows.iter().map(|(p, _)| format!("1 in {p}")).collect();
+    for (file, title, y, series) in [
+        (
+            "fig8-overhead.svg",
+            "sampling overhead",
+            "throughput lost (%)",
+            &over,
+        ),
+        (
+            "fig8-collection.svg",
+            "time to collect 10^6 samples",
+            "time to collect (10^9 cycles)",
+            &time,
+        ),
+    ] {
+        let svg = line_chart(
+            &format!("Figure 8: {title} ({})", sc.name),
+            "share of remote accesses sampled",
+            y,
+            &[Series::with_intervals(title.into(), series)],
+            XAxis::Categories(&labels),
+            None,
+        );
+        write_file(&out.join(file), &svg)?;
+    }
+    md += "\nPlots: `fig8-overhead.svg`, `fig8-collection.svg`.\n\n";
+    Ok(md)
 }

@@ -272,6 +272,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "remote-cache stalls / memory stalls",
     ),
     (
+        "samples_per_ms",
+        "address samples delivered per simulated ms, over the whole run (warm-up included)",
+        "address samples per ms",
+    ),
+    (
         "bus_utilization",
         "memory bus utilisation",
         "memory bus utilisation (fraction)",
@@ -336,6 +341,13 @@ pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
         "remote_accesses" => r.totals.remote_accesses as f64,
         "remote_stall_cpki" => {
             1000.0 * r.totals.data_stall_remote_cycles as f64 / r.totals.instructions.max(1) as f64
+        }
+        "samples_per_ms" => {
+            let ms = r
+                .timeline
+                .last()
+                .map_or(r.measured_ms, |p| p.t_ms.max(r.measured_ms));
+            r.kernel.address_samples as f64 / ms.max(1e-9)
         }
         "remote_share_of_stalls" => {
             r.totals.data_stall_remote_cycles as f64 / r.totals.mem_stall_cycles.max(1) as f64
