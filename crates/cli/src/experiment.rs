@@ -403,8 +403,13 @@ pub fn over_seeds(v: &[f64]) -> (f64, f64) {
 /// its 95% interval excludes zero.
 pub fn verdict(m: &str, (mean, half): (f64, f64)) -> &'static str {
     if !mean.is_finite() {
-        // a slowdown against alone is unbounded when a thread made no progress at all
-        return "unbounded in some run: a thread without progress";
+        return if SOLO_METRICS.contains(&m) {
+            // a slowdown against alone is unbounded when a thread made no progress at all
+            "unbounded in some run: a thread without progress"
+        } else {
+            // a change in percent of a baseline that is zero in some seed
+            "undefined: the baseline is 0 in some run"
+        };
     }
     if !half.is_finite() {
         return "no interval";
@@ -1496,6 +1501,8 @@ mod tests {
         // a thread without progress: its slowdown, and the change of ANTT, unbounded
         let inf = over_seeds(&[3.0, f64::INFINITY]);
         assert!(verdict("antt", inf).starts_with("unbounded"));
+        // a count that is 0 in the baseline: no change in percent exists
+        assert!(verdict("migrations", (f64::NAN, f64::NAN)).contains("baseline is 0"));
         let (m, h) = over_seeds(&[1.0, 2.0, 3.0]);
         assert_eq!(m, 2.0);
         assert!((h - 4.303 / 3f64.sqrt()).abs() < 1e-12);
