@@ -131,7 +131,10 @@ pub fn figure5(r: &RunResult, title: &str) -> Option<String> {
         ),
         "thread (ordered by cluster found)",
         &rows,
-        255.0,
+        // counters saturate at 255 (or less with scaled detection): shade by the largest
+        rows.iter()
+            .flat_map(|r| r.cells.iter().copied())
+            .fold(1.0, f64::max),
         &cats,
         &breaks,
     ))

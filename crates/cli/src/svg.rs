@@ -672,7 +672,7 @@ pub fn heatmap(
             let g = (255.0 * (1.0 - (v / max).clamp(0.0, 1.0))).round() as u32;
             let _ = writeln!(
                 s,
-                r#"<rect x="{:.2}" y="{y:.1}" width="{cell_w:.2}" height="{cell_h:.1}" fill="rgb({g},{g},{g})"/>"#,
+                r##"<rect x="{:.2}" y="{y:.1}" width="{cell_w:.2}" height="{cell_h:.1}" fill="#{g:02x}{g:02x}{g:02x}" stroke="none"/>"##,
                 ml + j as f64 * cell_w
             );
         }
@@ -724,7 +724,7 @@ pub fn heatmap(
         let y = ly + k as f64 * 16.0;
         let _ = writeln!(
             s,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="12" fill="rgb({g},{g},{g})" stroke="black" stroke-width="0.5"/><text x="{:.1}" y="{y:.1}">{}</text>"#,
+            r##"<rect x="{lx:.1}" y="{:.1}" width="12" height="12" fill="#{g:02x}{g:02x}{g:02x}" stroke="black" stroke-width="0.5"/><text x="{:.1}" y="{y:.1}">{}</text>"##,
             y - 10.0,
             lx + 18.0,
             fmt_num(frac * max)
@@ -839,11 +839,11 @@ mod tests {
         let svg = heatmap("t", "slot", "thread", &rows, 255.0, &cats, &[2]);
         // 4 non-zero cells: two black, two grey
         assert_eq!(
-            svg.matches("fill=\"rgb(0,0,0)\"").count() - 1,
+            svg.matches("fill=\"#000000\"").count() - 1,
             2,
             "legend adds one black"
         );
-        assert_eq!(svg.matches("fill=\"rgb(155,155,155)\"").count(), 2);
+        assert_eq!(svg.matches("fill=\"#9b9b9b\"").count(), 2);
         for t in 0..4 {
             assert!(svg.contains(&format!(">thread {t}<")));
         }

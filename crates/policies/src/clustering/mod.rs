@@ -108,6 +108,7 @@ pub struct ClusteringConfig {
     pub backoff: f64,
     /// Act on the clusters (default true). False: detect and cluster, then monitor
     /// again without moving anyone (for measuring detection alone, as Figure 8 does).
+    #[serde(skip_serializing_if = "is_true")]
     pub place: bool,
 }
 
@@ -138,6 +139,10 @@ impl Default for ClusteringConfig {
             place: true,
         }
     }
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl ClusteringConfig {
