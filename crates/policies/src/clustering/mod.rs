@@ -329,17 +329,18 @@ impl ThreadClustering {
         let Some(proc) = self.procs.get_mut(&pid) else {
             return;
         };
-        let maps = proc.maps.take().unwrap_or_else(|| {
-            ShMaps::new(2, 128, 1, 1) // no samples at all: nothing to cluster
-        });
-        let result = cluster::cluster(maps.maps(), &params);
-        let threads: Vec<ThreadId> = proc.threads.iter().copied().collect();
-        let clusters: Vec<Vec<ThreadId>> = result
+        let maps = proc
+            .maps
+            .take()
+            .map(|m| m.maps().clone())
+            .unwrap_or_default();
+        let mut result = cluster::cluster(&maps, &params);
+        // clusters too small to place are loose threads, in reports too
+        result
             .clusters
-            .iter()
-            .filter(|c| c.len() >= self.config.min_cluster)
-            .cloned()
-            .collect();
+            .retain(|c| c.len() >= self.config.min_cluster);
+        let clusters = &result.clusters;
+        let threads: Vec<ThreadId> = proc.threads.iter().copied().collect();
         let in_cluster: BTreeSet<ThreadId> = clusters.iter().flatten().copied().collect();
         let loose: Vec<ThreadId> = threads
             .iter()
@@ -364,7 +365,7 @@ impl ThreadClustering {
             })
             .collect();
         let placed = if self.config.place {
-            place::place(&clusters, &loose, self.chips.len(), &current)
+            place::place(clusters, &loose, self.chips.len(), &current)
         } else {
             BTreeMap::new()
         };
@@ -425,9 +426,9 @@ impl ThreadClustering {
         self.stats.rounds += 1;
         // reports show the last clustering that found groups (a later round on an
         // already good placement may see no remote sharing at all)
-        if !clusters.is_empty() {
+        if !result.clusters.is_empty() {
             self.snapshot = Some(Snapshot {
-                maps: maps.maps().clone(),
+                maps,
                 clustering: result,
             });
         }
@@ -676,12 +677,7 @@ impl Policy for ThreadClustering {
                 )
             })
             .collect();
-        let placed = snap
-            .clustering
-            .clusters
-            .iter()
-            .filter(|c| c.len() >= self.config.min_cluster);
-        for (i, c) in placed.enumerate() {
+        for (i, c) in snap.clustering.clusters.iter().enumerate() {
             v.push((
                 format!("cluster.{i:03}"),
                 c.iter().map(|t| t.0 as f64).collect(),
