@@ -36,6 +36,7 @@ fn region(kb: f64, weight: f64, pattern: Pattern) -> Region {
         weight,
         pattern,
         scope: Scope::Private,
+        write_fraction: None,
     }
 }
 

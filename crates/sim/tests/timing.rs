@@ -17,6 +17,7 @@ fn model(hot_kb: u64, warm_kb: u64) -> LocalityModel {
         weight,
         pattern: Pattern::Random,
         scope: Scope::Private,
+        write_fraction: None,
     };
     LocalityModel {
         regions: vec![r(hot_kb, 0.8), r(warm_kb, 0.2)],

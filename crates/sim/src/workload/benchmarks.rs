@@ -72,6 +72,7 @@ fn region(kb: u64, weight: f64, pattern: Pattern) -> Region {
         weight,
         pattern,
         scope: Scope::Private,
+        write_fraction: None,
     }
 }
 

@@ -164,6 +164,13 @@ pub struct Region {
     /// Who shares the region (default: private to the thread).
     #[serde(default)]
     pub scope: Scope,
+    /// Fraction of this region's accesses that are stores, overriding the model's
+    /// [`LocalityModel::write_fraction`] (default: the model's). Re-touches (next-word
+    /// and recent accesses) take the fraction of the region they re-touch. For data
+    /// that is read by every operation and almost never written (a B-tree's upper
+    /// levels), or written by nearly every one (a lock word, a counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_fraction: Option<f64>,
 }
 
 /// Which threads share a region.
@@ -346,6 +353,13 @@ impl LocalityModel {
         if !(self.gap_mean >= 0.0) || self.gap_mean > 1e6 {
             return bad("gap_mean must be between 0 and 1e6");
         }
+        if self
+            .regions
+            .iter()
+            .any(|r| r.write_fraction.is_some_and(|w| !(0.0..=1.0).contains(&w)))
+        {
+            return bad("a region's write_fraction must be within 0..=1");
+        }
         if !(0.0..=1.0).contains(&self.write_fraction) {
             return bad("write_fraction must be within 0..=1");
         }
@@ -397,6 +411,7 @@ impl LocalityModel {
                 weight: total * self.stack_fraction / (1.0 - self.stack_fraction),
                 pattern: Pattern::Random,
                 scope: Scope::Private,
+                write_fraction: None,
             });
         }
         regions
@@ -415,6 +430,7 @@ impl LocalityModel {
                 weight: 1.0,
                 pattern,
                 scope: Scope::Private,
+                write_fraction: None,
             }],
             gap_mean,
             write_fraction: 0.2,
@@ -476,12 +492,14 @@ pub fn profiles() -> Vec<(&'static str, &'static str, LocalityModel)> {
                         weight: 0.8,
                         pattern: Pattern::Random,
                         scope: Scope::Private,
+                        write_fraction: None,
                     },
                     Region {
                         kb: 4096,
                         weight: 0.2,
                         pattern: Pattern::Random,
                         scope: Scope::Private,
+                        write_fraction: None,
                     },
                 ],
                 ..one(1, Pattern::Random, 2.0)
@@ -523,13 +541,21 @@ pub fn profiles() -> Vec<(&'static str, &'static str, LocalityModel)> {
 /// threads created one after another land in different groups (as connections and
 /// warehouses are served in arrival order), and the grouping is the ground truth a
 /// clustering is scored against. Sizes are the paper's where it gives them (≈25 MB per
-/// warehouse); the rest are chosen to make the shared data the dominant reuse.
+/// warehouse); the rest are chosen to make the shared data the dominant reuse. The
+/// application server and the database split their shared data by how a transaction or
+/// a query walks it (B-tree levels, rows written by nearly every transaction, latches);
+/// `docs/workloads.md` ("Server workloads") derives each weight and write fraction.
 pub fn servers() -> Vec<(&'static str, &'static str, LocalityModel, u32)> {
     let r = |kb: u64, weight: f64, scope: Scope| Region {
         kb,
         weight,
         pattern: Pattern::Random,
         scope,
+        write_fraction: None,
+    };
+    let rw = |kb: u64, weight: f64, scope: Scope, writes: f64| Region {
+        write_fraction: Some(writes),
+        ..r(kb, weight, scope)
     };
     let m = |regions: Vec<Region>, writes: f64| LocalityModel {
         regions,
@@ -561,14 +587,44 @@ pub fn servers() -> Vec<(&'static str, &'static str, LocalityModel, u32)> {
         ),
         (
             "appserver",
-            "SPECjbb-like: 4 threads per ~25 MB warehouse, 256 KB private each",
-            m(vec![r(256, 0.3, Scope::Private), r(25 * 1024, 0.7, Scope::Group)], 0.2),
+            "SPECjbb-like: 4 threads per ~25 MB warehouse (B-trees; warehouse and district rows updated by nearly every transaction), 256 KB private each",
+            m(
+                vec![
+                    // the thread's transaction objects
+                    r(256, 0.3, Scope::Private),
+                    // warehouse and district rows, the insertion ends of the order,
+                    // new-order and history trees: written by New-Order and Payment
+                    rw(4, 0.01, Scope::Group, 0.3),
+                    // roots and first internal levels of the warehouse's trees
+                    rw(20, 0.26, Scope::Group, 0.0),
+                    // second internal levels
+                    rw(160, 0.13, Scope::Group, 0.0),
+                    // leaves and records (stock and customer updates)
+                    rw(25 * 1024, 0.30, Scope::Group, 0.1),
+                ],
+                0.2,
+            ),
             4,
         ),
         (
             "database",
-            "database: instances of 8 threads, each with a 16 MB buffer pool (16 threads: two instances)",
-            m(vec![r(128, 0.4, Scope::Private), r(16 * 1024, 0.6, Scope::Group)], 0.15),
+            "database: instances of 8 threads, each with a 16 MB buffer pool of B-tree indexes (latched and page-fixed on every lookup) (16 threads: two instances)",
+            m(
+                vec![
+                    // the connection's own state: query, sort and result buffers
+                    r(128, 0.4, Scope::Private),
+                    // server-wide mutexes and counters, shared by both instances
+                    rw(8, 0.02, Scope::Process, 0.5),
+                    // the instance's index latches and the control blocks of its
+                    // root pages: read-modify-written by every lookup
+                    rw(4, 0.11, Scope::Group, 0.5),
+                    // index root pages
+                    rw(160, 0.16, Scope::Group, 0.0),
+                    // leaf pages and rows (the bidding mix's updates)
+                    rw(16 * 1024, 0.31, Scope::Group, 0.1),
+                ],
+                0.15,
+            ),
             8,
         ),
     ]
@@ -587,6 +643,7 @@ pub fn base_vector(kind: &str, kb: Option<u64>) -> Result<LocalityModel, Workloa
             weight: 1.0,
             pattern: Pattern::Stream { stride: 64 },
             scope: Scope::Private,
+            write_fraction: None,
         }],
         gap_mean: 3.0,
         write_fraction: 0.3,
@@ -717,8 +774,6 @@ struct Tables {
     gap_table: Box<[u64; GAP_BUCKETS]>,
     /// 1 / ln(1 − p) of the geometric gap distribution (p = 1 / (gap_mean + 1)).
     inv_ln_q: f64,
-    /// Write fraction scaled to 2^16.
-    write_threshold: u64,
     /// Some region is a simple stream (see [`RegionRt::simple`]).
     streams: bool,
     /// Address of the code.
@@ -752,8 +807,12 @@ struct Cursor {
     visit_left: u64,
     /// Address of the previous data access (the base of a next-word access).
     last: u64,
+    /// The write threshold of the region of `last` (see [`RegionRt::write_threshold`]).
+    last_write: u32,
     /// The addresses of the last [`RECENT_DRAWS`] fresh draws (a ring).
     recent: [u64; RECENT_DRAWS],
+    /// The write thresholds of their regions.
+    recent_write: [u32; RECENT_DRAWS],
     /// Where the next fresh draw goes in `recent`.
     recent_pos: usize,
     /// Instructions left before the next exit or sleep check (0: check now); the hot
@@ -776,6 +835,15 @@ struct RegionRt {
     stride: u64,
     /// 1 / ln(1 − p) for `Pattern::Reuse`.
     inv_ln: f64,
+    /// The region's write fraction scaled to 2^16 (the model's unless the region sets
+    /// its own).
+    write_threshold: u32,
+}
+
+/// A store fraction scaled to 2^16: an access is a store when 16 random bits fall below
+/// it.
+fn write_threshold(fraction: f64) -> u32 {
+    (fraction * 65536.0).round() as u32
 }
 
 /// `v mod m` for a `v` usually below `2m`: a subtraction instead of a division on the
@@ -878,6 +946,9 @@ impl LocalityThread {
                         }
                         _ => 0.0,
                     },
+                    write_threshold: write_threshold(
+                        r.write_fraction.unwrap_or(model.write_fraction),
+                    ),
                 }
             })
             .collect();
@@ -937,6 +1008,7 @@ impl LocalityThread {
             CodeLayout::Loop => (1, code),
         };
         let first_base = rt[0].base;
+        let first_write = rt[0].write_threshold;
         let tables = Tables {
             streams: rt.iter().any(|r| r.simple && !r.random),
             rt,
@@ -944,7 +1016,6 @@ impl LocalityThread {
             region_table: region_table.try_into().expect("256 buckets"),
             gap_table: gap_table.try_into().expect("GAP_BUCKETS buckets"),
             inv_ln_q,
-            write_threshold: (model.write_fraction * 65536.0).round() as u64,
             code_base: thread_base + AREA_SPAN - code - 4096,
             functions,
             function_bytes,
@@ -967,7 +1038,9 @@ impl LocalityThread {
             caller: 0,
             visit_left: u64::MAX,
             last: first_base,
+            last_write: first_write,
             recent: [first_base; RECENT_DRAWS],
+            recent_write: [first_write; RECENT_DRAWS],
             recent_pos: 0,
             until,
         };
@@ -1124,25 +1197,27 @@ impl Tables {
         // one draw decides region (16 bits), store or load (16 bits) and the word
         // within a random region (32 bits, multiply-shift)
         let bits = cur.rng.next_u64();
-        let write = ((bits >> 16) & 0xffff) < self.write_threshold;
+        let store_draw = ((bits >> 16) & 0xffff) as u32;
         let n = gap as u64 + 1;
         self.advance_pc(cur, n);
         cur.until = cur.until.saturating_sub(n);
         let pc = self.code_base + cur.pc;
         let u = g & 0x7ff;
         if u < self.recent_threshold {
-            cur.last = if u < self.spatial_threshold {
+            if u < self.spatial_threshold {
                 // the next word of the object last accessed
-                cur.last + 8
+                cur.last += 8;
             } else {
                 // a word of one of the last few objects drawn (the top bits of `bits`
                 // are otherwise the word within a random region, unused here)
-                cur.recent[(bits >> 62) as usize % RECENT_DRAWS]
-            };
+                let k = (bits >> 62) as usize % RECENT_DRAWS;
+                cur.last = cur.recent[k];
+                cur.last_write = cur.recent_write[k];
+            }
             return Op::Access {
                 gap,
                 addr: cur.last,
-                write,
+                write: store_draw < cur.last_write,
                 pc,
                 dep: false,
             };
@@ -1182,12 +1257,14 @@ impl Tables {
             patterned_offset(reg, &mut cursors[r], &mut stacks[r], bits)
         };
         cur.last = reg.base + off;
+        cur.last_write = reg.write_threshold;
         cur.recent[cur.recent_pos] = cur.last;
+        cur.recent_write[cur.recent_pos] = reg.write_threshold;
         cur.recent_pos = (cur.recent_pos + 1) % RECENT_DRAWS;
         Op::Access {
             gap,
             addr: cur.last,
-            write,
+            write: store_draw < reg.write_threshold,
             pc,
             dep: reg.pattern == Pattern::Chase,
         }
@@ -1403,18 +1480,20 @@ mod tests {
                     weight: 0.5,
                     pattern: Pattern::Reuse { mean_lines: 100.0 },
                     scope: Scope::Private,
+                    write_fraction: None,
                 },
                 Region {
                     kb: 64,
                     weight: 0.5,
                     pattern: Pattern::Stream { stride: 100 << 10 },
                     scope: Scope::Private,
+                    write_fraction: None,
                 },
             ],
             ..profile("compute").unwrap()
         };
         let models = [
-            "compute", "stream", "chase", "hotcold", "art", "mcf", "gzip",
+            "compute", "stream", "chase", "hotcold", "art", "mcf", "gzip", "database",
         ]
         .map(|n| profile(n).unwrap())
         .into_iter()
@@ -1440,6 +1519,60 @@ mod tests {
     }
 
     #[test]
+    fn a_region_write_fraction_holds_for_its_fresh_draws_and_re_touches() {
+        // a read-only region, a write-only one and one at the model's fraction, with
+        // next-word and recent re-touches on (the defaults): every access to the first
+        // is a load and every access to the second a store, whichever way it was drawn;
+        // the third stays near the model's 0.3
+        let region = |kb: u64, w: Option<f64>| Region {
+            kb,
+            weight: 1.0,
+            pattern: Pattern::Random,
+            scope: Scope::Private,
+            write_fraction: w,
+        };
+        let m = LocalityModel {
+            regions: vec![
+                region(64, Some(0.0)),
+                region(64, Some(1.0)),
+                region(64, None),
+            ],
+            write_fraction: 0.3,
+            stack_fraction: 0.0,
+            spatial: DEFAULT_SPATIAL,
+            recent: DEFAULT_RECENT,
+            ..profile("compute").unwrap()
+        };
+        let mut t = LocalityThread::new(m, 0, 0, SimRng::new(9));
+        let rt: Vec<(u64, u64)> = t.tables.rt.iter().map(|r| (r.base, r.size)).collect();
+        let mut counts = [[0u32; 2]; 3];
+        for _ in 0..60_000 {
+            if let Op::Access { addr, write, .. } = t.next_op() {
+                // next-word accesses may step past a region's end: count those with it
+                let r = rt
+                    .iter()
+                    .position(|&(b, s)| addr >= b && addr < b + s + 4096)
+                    .expect("an access lands in a region");
+                counts[r][write as usize] += 1;
+            }
+        }
+        assert_eq!(
+            counts[0][1], 0,
+            "stores to the read-only region: {counts:?}"
+        );
+        assert_eq!(
+            counts[1][0], 0,
+            "loads from the write-only region: {counts:?}"
+        );
+        assert!(counts[0][0] > 15_000 && counts[1][1] > 15_000, "{counts:?}");
+        let share = counts[2][1] as f64 / (counts[2][0] + counts[2][1]) as f64;
+        assert!((0.27..0.33).contains(&share), "model fraction {share}");
+        let mut bad = profile("compute").unwrap();
+        bad.regions[0].write_fraction = Some(1.5);
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
     fn private_regions_disjoint_shared_coincide() {
         let mut m = profile("small").unwrap();
         m.regions.push(Region {
@@ -1447,6 +1580,7 @@ mod tests {
             weight: 1.0,
             pattern: Pattern::Random,
             scope: Scope::Process,
+            write_fraction: None,
         });
         let t0 = LocalityThread::new(m.clone(), 3, 0, SimRng::new(1));
         let t1 = LocalityThread::new(m.clone(), 3, 1, SimRng::new(2));
