@@ -10,6 +10,7 @@ pub mod chain;
 pub mod clustering;
 pub mod demo;
 pub mod drift;
+pub mod process_llc;
 pub mod registry;
 pub mod timeslice;
 
@@ -19,6 +20,7 @@ pub use casc::{Casc, CascConfig};
 pub use chain::Chain;
 pub use clustering::{ClusteringConfig, ThreadClustering};
 pub use demo::Demo;
+pub use process_llc::{ProcessLlc, ProcessLlcConfig};
 pub use registry::{build_policy, PolicyError, PolicySpec, POLICY_NAMES};
 pub use timeslice::{Timeslice, TimesliceConfig};
 

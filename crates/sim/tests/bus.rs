@@ -50,6 +50,8 @@ fn machine() -> MachineConfig {
             latency_cycles: 100,
             bus_bytes_per_cycle: 8.0,
             remote_latency_cycles: 120,
+            chips_per_node: 0,
+            far_latency_cycles: 0,
             store_buffer_entries: 8,
         },
         prefetch: Default::default(),

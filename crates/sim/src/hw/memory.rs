@@ -108,13 +108,17 @@ pub struct MemorySystem {
     ipath: Vec<Vec<PathLevel>>,
     /// Per CPU: other cores' private data caches on the same chip.
     siblings: Targets,
-    /// Per CPU: data caches on other chips.
+    /// Per CPU: data caches on other chips, those of the CPU's node first.
     remote: Targets,
+    /// Per CPU: how many of `remote` are on its node (all of them without nodes).
+    near_remote: Vec<usize>,
     coherent: bool,
     /// Index of the last-level data cache in the topology's list.
     llc: Option<usize>,
     mem_latency: u32,
     remote_latency: u32,
+    /// Latency of a cache on another node (`remote_latency` without nodes).
+    far_latency: u32,
     transfer_cycles: f64,
     bus_free: f64,
     /// The bus's statistics so far.
@@ -177,6 +181,15 @@ impl MemorySystem {
         let mut ipath = Vec::new();
         let mut siblings = Vec::new();
         let mut remote = Vec::new();
+        let mut near_remote = Vec::new();
+        // the level and the instance within it of an index into `caches`
+        let instance_of = |c: usize| -> (usize, usize) {
+            let level = first_instance
+                .iter()
+                .rposition(|&f| f <= c)
+                .expect("level 0 starts at 0");
+            (level, c - first_instance[level])
+        };
         for cpu in &topo.cpus {
             let mk = |want: &dyn Fn(CacheKind) -> bool| -> Vec<PathLevel> {
                 let mut p: Vec<PathLevel> = topo
@@ -229,8 +242,19 @@ impl MemorySystem {
                     }
                 }
             }
+            // the CPU's node first: a read is served by the nearest copy
+            let per_node = machine.memory.chips_per_node.max(1);
+            let node = |inst_chip: u32| inst_chip / per_node;
+            let near = |&(c, _): &(usize, u32)| -> bool {
+                let (level, inst) = instance_of(c);
+                chip_of_instance(level, inst).map(node) == Some(node(cpu.chip))
+                    || machine.memory.chips_per_node == 0
+            };
+            let (mut n, f): (Vec<_>, Vec<_>) = rem.into_iter().partition(near);
+            near_remote.push(n.len());
+            n.extend(f);
             siblings.push(sib);
-            remote.push(rem);
+            remote.push(n);
         }
         let coherent = siblings.iter().chain(remote.iter()).any(|v| !v.is_empty());
         let line = topo.llc().map(|i| topo.caches[i].line_bytes).unwrap_or(64) as f64;
@@ -262,9 +286,15 @@ impl MemorySystem {
             ipath,
             siblings,
             remote,
+            near_remote,
             coherent,
             mem_latency: machine.memory.latency_cycles,
             remote_latency: machine.memory.remote_latency_cycles,
+            far_latency: if machine.memory.chips_per_node > 0 {
+                machine.memory.far_latency_cycles
+            } else {
+                machine.memory.remote_latency_cycles
+            },
             transfer_cycles: line / machine.memory.bus_bytes_per_cycle,
             bus_free: 0.0,
             bus: BusStats::default(),
@@ -337,6 +367,38 @@ impl MemorySystem {
             }
         }
         found
+    }
+
+    /// Probes the caches of other chips for `addr` as [`MemorySystem::probe`] does
+    /// (invalidating the copies for a store, clearing their exclusivity for a load) and
+    /// returns the latency of the answer, 0 when no other chip holds the line. A load is
+    /// served by the nearest copy (a chip of the CPU's node when one holds it); a store
+    /// waits for the farthest invalidation.
+    fn probe_remote(&mut self, cpu: usize, addr: u64, invalidate: bool) -> u32 {
+        let near = self.near_remote[cpu];
+        let (mut in_node, mut beyond) = (false, false);
+        for k in 0..self.remote[cpu].len() {
+            let (i, shift) = self.remote[cpu][k];
+            let block = addr >> shift;
+            let c = &mut self.caches[i];
+            let found = if invalidate {
+                let hit = c.invalidate(block).is_some();
+                self.invalidations += hit as u64;
+                hit
+            } else {
+                c.update_flags(block, 0, EXCLUSIVE)
+            };
+            if k < near {
+                in_node |= found;
+            } else {
+                beyond |= found;
+            }
+        }
+        match (in_node, beyond) {
+            (_, true) if invalidate || !in_node => self.far_latency,
+            (true, _) => self.remote_latency,
+            _ => 0,
+        }
     }
 
     #[allow(clippy::too_many_arguments)] // the hot path passes scalars, not a struct
@@ -493,20 +555,21 @@ impl MemorySystem {
             }
             // Other chips.
             if hit.is_none() {
-                let found = self.probe(|m| &m.remote, cpu, addr, write, EXCLUSIVE);
-                if found {
+                let found = self.probe_remote(cpu, addr, write);
+                if found > 0 {
                     source = ServedBy::Remote;
-                    stall = self.remote_latency;
+                    stall = found;
                     ctr.remote_accesses += 1;
                 }
-                if write || !found {
+                if write || found == 0 {
                     excl |= EXCLUSIVE;
                 }
             } else if write && excl & EXCLUSIVE == 0 {
                 // an upgrade: the copies on other chips are invalidated across the
                 // interconnect before the store completes
-                if self.probe(|m| &m.remote, cpu, addr, true, EXCLUSIVE) {
-                    stall += self.remote_latency;
+                let found = self.probe_remote(cpu, addr, true);
+                if found > 0 {
+                    stall += found;
                     source = ServedBy::Remote;
                     ctr.remote_accesses += 1;
                 }
@@ -887,6 +950,32 @@ mod tests {
         // a private line of chip 0 never goes remote
         let p = m.data_access(0, 1, 0x9_0000, 0, false, 400, &mut c0);
         assert_eq!(p.source, ServedBy::Dram);
+    }
+
+    #[test]
+    fn a_copy_on_another_node_costs_the_far_latency() {
+        // power5-8chip: chips 0 and 1 form a node, chips 2..8 are other nodes
+        let (mut m, t) = sys("power5-8chip");
+        let on_chip = |chip: u32| t.chip_cpus(chip).first().unwrap().index();
+        let (a, near, far) = (on_chip(0), on_chip(1), on_chip(5));
+        let mut c = Counters::default();
+        // a line written on chip 5, read on chip 0: served from the other node
+        m.data_access(far, 1, 0x8000, 0, true, 0, &mut c);
+        let r = m.data_access(a, 1, 0x8000, 0, false, 100, &mut c);
+        assert_eq!((r.source, r.stall_cycles), (ServedBy::Remote, 240));
+        // chips 0 and 5 hold it; chip 1 is served by chip 0, its node's copy
+        let r = m.data_access(near, 1, 0x8000, 0, false, 200, &mut c);
+        assert_eq!((r.source, r.stall_cycles), (ServedBy::Remote, 160));
+        // a store on chip 0 must invalidate chip 5's copy too: it waits for the far one
+        let up = m.data_access(a, 1, 0x8000, 0, true, 300, &mut c);
+        assert_eq!((up.source, up.stall_cycles), (ServedBy::Remote, 240));
+        // with chip 0 the only holder, chip 1 is served near and a store there
+        // invalidates only near copies
+        let r = m.data_access(near, 1, 0x8000, 0, false, 400, &mut c);
+        assert_eq!(r.stall_cycles, 160);
+        let up = m.data_access(near, 1, 0x8000, 0, true, 500, &mut c);
+        assert_eq!(up.stall_cycles, 160);
+        assert_eq!(c.remote_accesses, 5);
     }
 
     #[test]
