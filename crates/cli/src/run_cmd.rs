@@ -75,6 +75,14 @@ pub struct RunArgs {
     /// are not remote-cache accesses, so a policy's decisions from them mean nothing).
     #[arg(long, value_name = "EVENT", default_value = "discover", value_parser = ["discover", "page-faults"])]
     sampling_event: String,
+    /// Count COUNTER with a perf event named as `perf stat -e` names it:
+    /// `remote_accesses=cpu/event=0xd3,umask=0x08/` (a PMU's terms, placed by its sysfs
+    /// format files; a named event of its `events/` directory expands) or
+    /// `remote_accesses=r08d3` (raw, core PMU). For the model-specific counters the
+    /// backend has no event for (remote-cache accesses and stalls: take the event codes
+    /// from the CPU's documentation or `perf list`); repeat for several.
+    #[arg(long = "counter-event", value_name = "COUNTER=EVENT")]
+    counter_events: Vec<String>,
     /// Testing aid: panic after this many milliseconds (to check restore on panic).
     #[arg(long, value_name = "MS", hide = true)]
     debug_panic_after_ms: Option<u64>,
@@ -224,6 +232,17 @@ pub fn run(a: RunArgs) -> Result<i32> {
         seed: a.seed,
         journal: a.journal.clone(),
         classes: a.classes.clone(),
+        counter_events: a
+            .counter_events
+            .iter()
+            .map(|spec| {
+                cachesched_linux::events::parse_mapping(
+                    spec,
+                    &cachesched_linux::events::sysfs_pmus(),
+                )
+                .with_context(|| format!("--counter-event {spec}"))
+            })
+            .collect::<Result<_>>()?,
     };
     eprintln!(
         "cachesched run: policy {} on {}; seed {}",

@@ -491,6 +491,37 @@ fn clustering_without_address_samples_refuses() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(!err.contains("address samples:"), "{err}");
     assert!(err.contains("remote_accesses"), "{err}");
+    assert!(
+        err.contains("--counter-event data_stall_remote_cycles="),
+        "{err}"
+    );
+    // an operator's event for remote_accesses takes it off the missing list (page
+    // faults stand in for the model-specific event here); an event of a PMU this host
+    // lacks is refused by name before anything starts
+    let with = |event: &str| {
+        let out = bin()
+            .args([
+                "run",
+                "--policy",
+                "clustering",
+                "--sampling-event",
+                "page-faults",
+            ])
+            .args(["--counter-event", event, "--", "true"])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, err) = with("remote_accesses=software/config=2/");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!err.contains("remote_accesses:"), "{err}");
+    assert!(err.contains("data_stall_remote_cycles:"), "{err}");
+    let (code, err) = with("remote_accesses=nopmu/event=1/");
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("no PMU 'nopmu'"), "{err}");
 }
 
 #[test]

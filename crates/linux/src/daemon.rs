@@ -51,6 +51,7 @@
 
 use crate::classes::{ClassRule, Classifier};
 use crate::corun::{Sample, SegmentBuilder};
+use crate::events::EventMap;
 use crate::perf::{self, Counter, PerfError};
 use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
 use crate::sampling::{self, EventSpec, SampledEvent, SamplingError};
@@ -200,6 +201,9 @@ pub struct DaemonConfig {
     /// Rules giving threads a class ([`crate::classes`]), first match wins (default
     /// none: no thread has a class).
     pub classes: Vec<ClassRule>,
+    /// perf events for counters, tried before the built-in mapping: the model-specific
+    /// ones (remote-cache accesses and stalls) have none built in (default: none).
+    pub counter_events: EventMap,
 }
 
 impl Default for DaemonConfig {
@@ -212,6 +216,7 @@ impl Default for DaemonConfig {
             seed: 1,
             journal: None,
             classes: Vec::new(),
+            counter_events: EventMap::new(),
         }
     }
 }
@@ -723,7 +728,7 @@ impl Daemon {
         config: DaemonConfig,
         sampling_event: SamplingEventChoice,
     ) -> Result<Daemon, DaemonError> {
-        let probe = perf::probe();
+        let probe = perf::probe_mapped(&config.counter_events);
         let have = |k: CounterKind| probe.iter().any(|(p, r)| *p == k && r.is_ok());
         // co-run segments are built from every thread's task clock and migrations
         const SEGMENT_COUNTERS: [CounterKind; 2] =
@@ -1537,7 +1542,7 @@ impl Daemon {
         self.journal.track_started(tid, orig, Some(stat.starttime));
         let mut perf = Vec::with_capacity(self.state.kinds.len());
         for k in self.state.kinds.clone() {
-            match Counter::open(tid, k) {
+            match Counter::open_mapped(tid, k, &self.config.counter_events) {
                 Ok(c) => perf.push(c),
                 Err(PerfError::Gone { .. }) => {
                     self.journal.forget(tid);

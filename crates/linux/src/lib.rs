@@ -11,6 +11,7 @@
 pub mod classes;
 pub mod corun;
 pub mod daemon;
+pub mod events;
 pub mod mmap;
 pub mod perf;
 pub mod process;

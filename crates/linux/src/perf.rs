@@ -10,6 +10,7 @@
 //! The attr and the system call are shared with [`crate::sampling`], which opens
 //! sampling events with a ring buffer on the same `struct perf_event_attr`.
 
+use crate::events::EventMap;
 use cachesched_core::CounterKind;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -43,7 +44,7 @@ pub enum PerfError {
         tid: i32,
     },
     /// This counter has no perf event mapping.
-    #[error("{} has no perf event in cachesched's Linux backend", .0.name())]
+    #[error("{} has no perf event in cachesched's Linux backend: it is model-specific; name the event for this CPU with `--counter-event {}=PMU/TERMS/` (from the CPU's documentation or `perf list`)", .0.name(), .0.name())]
     NoMapping(CounterKind),
     /// Any other failure.
     #[error("perf_event_open/read for {} failed: {}", .kind.name(), errno(.source))]
@@ -225,9 +226,15 @@ impl Counter {
     /// `perf_event_paranoid` forbids kernel counting, falls back to user mode only (see
     /// [`Counter::user_only`]).
     pub fn open(tid: i32, kind: CounterKind) -> Result<Counter, PerfError> {
-        match Self::open_with(tid, kind, EXCLUDE_HV) {
+        Self::open_mapped(tid, kind, &EventMap::new())
+    }
+
+    /// [`Counter::open`] with the operator's events (`map`) tried before the built-in
+    /// mapping.
+    pub fn open_mapped(tid: i32, kind: CounterKind, map: &EventMap) -> Result<Counter, PerfError> {
+        match Self::open_with(tid, kind, EXCLUDE_HV, map) {
             Err(PerfError::Denied { .. }) => {
-                let mut c = Self::open_with(tid, kind, EXCLUDE_HV | EXCLUDE_KERNEL)?;
+                let mut c = Self::open_with(tid, kind, EXCLUDE_HV | EXCLUDE_KERNEL, map)?;
                 c.user_only = true;
                 Ok(c)
             }
@@ -235,12 +242,25 @@ impl Counter {
         }
     }
 
-    fn open_with(tid: i32, kind: CounterKind, flags: u64) -> Result<Counter, PerfError> {
-        let (t, config) = event_of(kind).ok_or(PerfError::NoMapping(kind))?;
+    fn open_with(
+        tid: i32,
+        kind: CounterKind,
+        flags: u64,
+        map: &EventMap,
+    ) -> Result<Counter, PerfError> {
+        let (t, config) = match map.get(&kind) {
+            Some(e) => (e.pmu_type, e.config),
+            None => {
+                let (t, c) = event_of(kind).ok_or(PerfError::NoMapping(kind))?;
+                (t, [c, 0, 0])
+            }
+        };
         let attr = RawAttr {
             flags,
             read_format: READ_TIMES,
-            ..RawAttr::new(t, config)
+            config1: config[1],
+            config2: config[2],
+            ..RawAttr::new(t, config[0])
         };
         let fd = match open_event(&attr, tid, -1) {
             Ok(fd) => fd,
@@ -316,10 +336,17 @@ pub const KINDS: [CounterKind; 7] = [
 /// Which counters this host provides, trying each on the calling thread (`Ok(true)`:
 /// user-mode counting only).
 pub fn probe() -> Vec<(CounterKind, Result<bool, PerfError>)> {
+    probe_mapped(&EventMap::new())
+}
+
+/// [`probe`] with the operator's events: the built-in kinds and every mapped one.
+pub fn probe_mapped(map: &EventMap) -> Vec<(CounterKind, Result<bool, PerfError>)> {
     let tid = unsafe { libc::gettid() };
-    KINDS
+    let mut kinds: Vec<CounterKind> = KINDS.to_vec();
+    kinds.extend(map.keys().copied().filter(|k| !KINDS.contains(k)));
+    kinds
         .into_iter()
-        .map(|k| (k, Counter::open(tid, k).map(|c| c.user_only())))
+        .map(|k| (k, Counter::open_mapped(tid, k, map).map(|c| c.user_only())))
         .collect()
 }
 
@@ -370,5 +397,51 @@ mod tests {
             Counter::open(tid, CounterKind::L1dRefs),
             Err(PerfError::NoMapping(_))
         ));
+    }
+
+    #[test]
+    fn an_operator_event_opens_a_counter_the_backend_has_no_mapping_for() {
+        // remote_accesses mapped to the software PMU's page faults (config 2), resolved
+        // through this host's sysfs as an operator's --counter-event would be
+        let pmus = crate::events::sysfs_pmus();
+        if !pmus.join("software").is_dir() {
+            eprintln!("no {}/software: skipped", pmus.display());
+            return;
+        }
+        let (kind, ev) =
+            crate::events::parse_mapping("remote_accesses=software/config=2/", &pmus).unwrap();
+        assert_eq!(
+            (kind, ev.pmu_type, ev.config),
+            (CounterKind::RemoteAccesses, 1, [2, 0, 0])
+        );
+        let map: EventMap = [(kind, ev)].into_iter().collect();
+        let tid = unsafe { libc::gettid() };
+        assert!(matches!(
+            Counter::open(tid, kind),
+            Err(PerfError::NoMapping(_))
+        ));
+        let c = match Counter::open_mapped(tid, kind, &map) {
+            Ok(c) => c,
+            Err(PerfError::Denied { .. }) => return, // unprivileged CI
+            Err(e) => panic!("mapped page faults: {e}"),
+        };
+        let before = c.read().unwrap();
+        // touch 64 fresh pages: each a page fault
+        let pages = 64;
+        let mut v = vec![0u8; pages * 4096 + 4096];
+        for i in 0..pages {
+            v[i * 4096] = 1;
+        }
+        std::hint::black_box(&v);
+        let faults = c.read().unwrap() - before;
+        assert!(
+            faults >= pages as u64 / 2,
+            "{faults} faults counted for {pages} pages"
+        );
+        let report = probe_mapped(&map);
+        assert!(
+            report.iter().any(|(k, r)| *k == kind && r.is_ok()),
+            "{report:?}"
+        );
     }
 }

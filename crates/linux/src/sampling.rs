@@ -19,6 +19,7 @@
 //! no PMU: they exercise the whole path on any host, though a page fault is not a
 //! remote-cache access.
 
+use crate::events::{parse_num, place};
 use crate::perf::{self, RawAttr};
 use serde::Serialize;
 use std::io;
@@ -1016,48 +1017,6 @@ fn intel_mem_loads(dir: &Path, pmu: &str, ev: &Path) -> Result<EventSpec, Discov
 }
 
 /// `0x1f` or `31`.
-fn parse_num(s: &str) -> Option<u64> {
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => s.parse().ok(),
-    }
-}
-
-/// Places `value` into `cfg` ([config, config1, config2]) as a format file says
-/// (`config1:0-15`, `config:0-7,32-35`, `config:21`): its low bits into the first
-/// range, the next into the second …; `None` if the text is not such a format.
-fn place(format: &str, value: u64, cfg: &mut [u64; 3]) -> Option<()> {
-    let (field, ranges) = format.trim().split_once(':')?;
-    let idx = match field {
-        "config" => 0,
-        "config1" => 1,
-        "config2" => 2,
-        _ => return None,
-    };
-    let mut v = value;
-    for r in ranges.split(',') {
-        let (lo, hi) = match r.split_once('-') {
-            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
-            None => {
-                let b = r.parse::<u32>().ok()?;
-                (b, b)
-            }
-        };
-        if hi < lo || hi > 63 {
-            return None;
-        }
-        let width = hi - lo + 1;
-        let mask = if width == 64 {
-            u64::MAX
-        } else {
-            (1u64 << width) - 1
-        };
-        cfg[idx] |= (v & mask) << lo;
-        v = if width == 64 { 0 } else { v >> width };
-    }
-    Some(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
