@@ -505,7 +505,9 @@ impl MachineConfig {
             return Err(bad("memory.store_buffer_entries must be at least 1".into()));
         }
         let (per_node, far) = (self.memory.chips_per_node, self.memory.far_latency_cycles);
-        if per_node > 0 && (!self.chips.is_multiple_of(per_node) || far < self.memory.remote_latency_cycles) {
+        if per_node > 0
+            && (!self.chips.is_multiple_of(per_node) || far < self.memory.remote_latency_cycles)
+        {
             return Err(bad(format!(
                 "memory.chips_per_node ({per_node}) must divide chips ({}) and \
                  memory.far_latency_cycles ({far}) must be at least remote_latency_cycles ({})",
