@@ -57,8 +57,9 @@ pub fn accuracy(r: &RunResult) -> Option<f64> {
 }
 
 /// Figure 5: the sharing maps of a run's last clustering, one row per thread ordered
-/// by cluster, one column per slot non-zero somewhere (globally shared slots removed),
-/// each row marked with its ground-truth group; `None` without a clustering.
+/// by cluster (in thread order when the detection found none), one column per slot
+/// non-zero somewhere (globally shared slots removed), each row marked with its
+/// ground-truth group; `None` when the policy exported no maps.
 pub fn figure5(r: &RunResult, title: &str) -> Option<String> {
     let maps: BTreeMap<u32, &Vec<f64>> = vectors(r, "shmap.t")
         .into_iter()
@@ -237,11 +238,15 @@ pub fn analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> 
                 ),
             ) {
                 write_file(&out.join(&name), &svg)?;
+                let rows = if clusters(first).is_empty() {
+                    "the last detection found no cluster: rows in thread order"
+                } else {
+                    "rows: threads ordered by the cluster found, red rules between clusters"
+                };
                 let _ = writeln!(
                     notes,
-                    "\nFigure 5 for `{}`, seed {}: `{name}` (rows: threads ordered by the \
-                     cluster found, red rules between clusters; bar left of each row: its true \
-                     group).\n",
+                    "\nFigure 5 for `{}`, seed {}: `{name}` ({rows}; bar left of each row: \
+                     its true group).\n",
                     v.label, first.seed
                 );
             }

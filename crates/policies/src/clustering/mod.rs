@@ -425,8 +425,10 @@ impl ThreadClustering {
         };
         self.stats.rounds += 1;
         // reports show the last clustering that found groups (a later round on an
-        // already good placement may see no remote sharing at all)
-        if !result.clusters.is_empty() {
+        // already good placement may see no remote sharing at all), else the last one,
+        // so that a process that never clusters still shows its maps
+        let grouped = |s: &Snapshot| !s.clustering.clusters.is_empty();
+        if !result.clusters.is_empty() || !self.snapshot.as_ref().is_some_and(grouped) {
             self.snapshot = Some(Snapshot {
                 maps,
                 clustering: result,
@@ -658,7 +660,8 @@ impl Policy for ThreadClustering {
         v
     }
 
-    /// The last clustering that found groups: `shmap.tNNNN` (a thread's counters),
+    /// The last clustering that found groups (else the last clustering, with no
+    /// `cluster.` entries): `shmap.tNNNN` (a thread's counters),
     /// `cluster.NNN` (the threads of a cluster of at least `min_cluster`, in the
     /// clustering's order; smaller ones were placed as loose threads),
     /// `global_slots`, and `chip_of` (by thread id, the chip the policy placed the
@@ -885,6 +888,62 @@ mod tests {
         );
         assert_eq!(h.policy.stats.idle_rounds, 1);
         assert_eq!(h.policy.stats.rounds, 2);
+    }
+
+    /// Names of the exported vectors that start with `prefix`.
+    fn exported(p: &ThreadClustering, prefix: &str) -> usize {
+        p.vectors()
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .count()
+    }
+
+    /// Ticks (25% remote stalls) until the policy starts sampling again.
+    fn until_detecting(h: &mut Harness) {
+        for _ in 0..20 {
+            if let Some(Some(_)) = sampling(&h.tick(1_000_000, 0.25)) {
+                return;
+            }
+        }
+        panic!("no detection within 20 ticks");
+    }
+
+    #[test]
+    fn maps_are_exported_without_groups_and_a_grouped_clustering_is_kept() {
+        let mut h = Harness::new(config());
+        assert!(h.policy.vectors().is_empty(), "nothing before a detection");
+        // a detection in which every thread samples regions of its own: no cluster
+        h.tick(1_000_000, 0.25);
+        for t in 0..4u32 {
+            let r: Vec<u64> = (0..4).map(|k| 100 + 10 * t as u64 + k).collect();
+            h.samples(t, &r, 800);
+        }
+        h.tick(1_000_000, 0.25);
+        assert_eq!(h.policy.stats.rounds, 1);
+        assert_eq!(
+            exported(&h.policy, "shmap.t"),
+            4,
+            "the maps of a clustering without groups"
+        );
+        assert_eq!(exported(&h.policy, "cluster."), 0);
+        // a round with groups replaces it ...
+        until_detecting(&mut h);
+        feed_pairs(&mut h);
+        h.tick(1_000_000, 0.25);
+        assert_eq!(h.policy.stats.rounds, 2);
+        assert_eq!(exported(&h.policy, "cluster."), 2);
+        // ... and a later round without groups does not
+        until_detecting(&mut h);
+        for t in 0..4u32 {
+            h.samples(t, &[200 + t as u64], 800);
+        }
+        h.tick(1_000_000, 0.25);
+        assert_eq!(h.policy.stats.rounds, 3);
+        assert_eq!(
+            exported(&h.policy, "cluster."),
+            2,
+            "the grouped clustering kept"
+        );
     }
 
     #[test]
