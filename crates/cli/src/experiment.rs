@@ -55,10 +55,20 @@ pub struct Variant {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<Vec<ThreadGroup>>,
     /// Pin every thread of the multi-threaded processes (thread groups with
-    /// `same_process`), as the thread-clustering paper's manual placements (default:
-    /// none, the kernel places them).
+    /// `same_process`), as the thread-clustering paper's manual placements, or of the
+    /// groups named in `pin_labels` (default: none, the kernel places them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<cachesched_sim::Pin>,
+    /// The thread groups `pin` applies to, by label (default: none, meaning the
+    /// multi-threaded processes), such as the affinity paper's main benchmarks bound
+    /// each to its own core while the interfering ones are not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pin_labels: Vec<String>,
+    /// Threads this variant runs besides the scenario's (or the mix's), after them
+    /// (default: none), such as the affinity paper's base vectors: each mix keeps its
+    /// benchmark, each variant adds the interference it is about.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add_threads: Vec<ThreadGroup>,
 }
 
 /// One mix of a scenario run as several ([`Scenario::mixes`]): every variant, size and
@@ -199,7 +209,7 @@ pub struct Quick {
 }
 
 /// Analyses a scenario may ask for.
-pub const ANALYSES: &[&str] = &["casc", "cachefair", "clustering"];
+pub const ANALYSES: &[&str] = &["casc", "cachefair", "clustering", "affinity"];
 
 fn default_duration() -> f64 {
     1000.0
@@ -494,6 +504,30 @@ impl Scenario {
         if labels.len() != self.variants.len() {
             bail!("variant labels must be unique");
         }
+        for v in &self.variants {
+            if v.pin.is_none() && !v.pin_labels.is_empty() {
+                bail!("variant '{}': pin_labels without pin", v.label);
+            }
+            // every thread set the variant can run on: the scenario's or each mix's
+            let sets: Vec<&Vec<ThreadGroup>> = match &v.threads {
+                Some(t) => vec![t],
+                None if self.mixes.is_empty() => vec![&self.threads],
+                None => self.mixes.iter().map(|m| &m.threads).collect(),
+            };
+            for l in &v.pin_labels {
+                let named = |g: &ThreadGroup| g.label.as_deref() == Some(l.as_str());
+                if !sets
+                    .iter()
+                    .all(|s| s.iter().chain(&v.add_threads).any(named))
+                {
+                    bail!(
+                        "variant '{}': pin_labels names '{l}', which is not the label of a \
+                         thread group in every mix it runs on",
+                        v.label
+                    );
+                }
+            }
+        }
         if self.sweep.as_ref().is_some_and(|s| s.llc_kb.is_empty()) {
             bail!("sweep.llc_kb is empty");
         }
@@ -624,8 +658,15 @@ impl Scenario {
                         kernel.affinity_oblivious = o;
                     }
                     let mut threads = v.threads.clone().unwrap_or_else(|| self.threads.clone());
+                    threads.extend(v.add_threads.iter().cloned());
                     if let Some(pin) = v.pin {
-                        for g in threads.iter_mut().filter(|g| g.same_process) {
+                        for g in threads.iter_mut().filter(|g| {
+                            if v.pin_labels.is_empty() {
+                                g.same_process
+                            } else {
+                                g.label.as_ref().is_some_and(|l| v.pin_labels.contains(l))
+                            }
+                        }) {
                             g.pin = Some(pin);
                         }
                     }
@@ -1390,6 +1431,7 @@ fn clock(secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cachesched_sim::Pin;
 
     /// Three significant digits, plain in the range people read without exponents;
     /// every metric has a label of its own.
@@ -1489,6 +1531,56 @@ mod tests {
         let mut pv = sc.clone();
         pv.paper[0].program = Some("nosuch".into());
         assert!(err(&pv).contains("no mix of program 'nosuch'"));
+    }
+
+    /// A variant's `add_threads` run after the mix's threads and `pin` with
+    /// `pin_labels` pins only the named groups, spread over the chips: the affinity
+    /// paper's main copies bound, its interfering program not. Fails if the added
+    /// threads are lost, the wrong group is pinned, or a label naming no group (or
+    /// `pin_labels` without `pin`) is accepted.
+    #[test]
+    fn variants_add_threads_and_pin_groups_by_label() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/affinity/l2-mmp.toml");
+        let sc = parse(&path).unwrap();
+        let (_, art) = sc.per_mix().remove(0);
+        let jobs = art.jobs().unwrap();
+        let bound = jobs.iter().find(|j| j.variant == 0).unwrap();
+        let groups: Vec<(String, Option<Pin>)> = bound
+            .cfg
+            .threads
+            .iter()
+            .map(|g| (g.name(), g.pin))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                ("main".to_string(), Some(Pin::Spread)),
+                ("interfering".to_string(), None)
+            ]
+        );
+        let oblivious = jobs.iter().find(|j| j.variant == 1).unwrap();
+        assert!(oblivious.cfg.threads.iter().all(|g| g.pin.is_none()));
+        let err = |s: &Scenario| s.validate().unwrap_err().to_string();
+        let mut bad = sc.clone();
+        bad.variants[0].pin_labels = vec!["nosuch".into()];
+        assert!(err(&bad).contains("names 'nosuch'"));
+        let mut bad = sc.clone();
+        bad.variants[0].pin = None;
+        assert!(err(&bad).contains("pin_labels without pin"));
+        // the §2 files add the base vectors to each mix's program
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/affinity/l1-t2000-q2.toml");
+        let sc = parse(&path).unwrap();
+        let (_, twolf) = sc.per_mix().pop().unwrap();
+        let jobs = twolf.jobs().unwrap();
+        let low = jobs
+            .iter()
+            .find(|j| sc.variants[j.variant].label == "low-l1i+l2")
+            .unwrap();
+        let names: Vec<String> = low.cfg.threads.iter().map(|g| g.name()).collect();
+        assert_eq!(names, ["main", "bv-l1i", "bv-l2"]);
+        assert_eq!(low.cfg.threads[2].cpus, Some(vec![4]));
     }
 
     /// Identical values over several seeds have no interval (they were not sampled);

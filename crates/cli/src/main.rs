@@ -1,5 +1,6 @@
 //! `cachesched`: cache-aware scheduling on a simulated machine or a real Linux host.
 
+mod affinity_report;
 mod bench_cachefair;
 mod bench_cmd;
 mod bench_daemon;

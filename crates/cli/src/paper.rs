@@ -68,6 +68,9 @@ impl PaperValue {
     /// points inside the sweep.
     pub fn validate(&self, sc: &Scenario) -> Result<(), String> {
         if !sc.mixes.is_empty() {
+            if sc.analyses.iter().any(|a| a == "affinity") {
+                return crate::affinity_report::validate_paper_value(self, sc);
+            }
             return crate::cachefair_report::validate_paper_value(self, sc);
         }
         if self.program.is_some() {

@@ -35,6 +35,13 @@ pub enum ReproduceCommand {
     /// 2-chip Power5, Figures 5-8, the 8-chip machine), with the clusters' accuracy
     /// against the ground truth and Figure 5's sharing maps.
     Clustering(PaperArgs),
+    /// Cache affinity (paper 4): the scenario files of `experiments/affinity/` (§2: L1
+    /// affinity on a multicore uniprocessor, Table 2's six experiments on the T2000 and
+    /// one Clovertown chip at 2, 10 and 200 ms quanta; §3: L2 affinity on the Clovertown
+    /// as a multicore and as a unicore multiprocessor, Table 3's mixes bound against
+    /// affinity-oblivious, and the affinity policy), with IPC and misses per instruction
+    /// low against high affinity.
+    Affinity(PaperArgs),
     /// Every paper that has scenario files (every directory under `experiments/`).
     All(PaperArgs),
     /// How far CASC's headline (768 KB: L2 miss ratio and throughput against TS) moves
@@ -218,6 +225,7 @@ pub fn run(c: ReproduceCommand) -> Result<i32> {
         ReproduceCommand::Casc(a) => reproduce_papers(&["casc".to_string()], &a),
         ReproduceCommand::Cachefair(a) => reproduce_papers(&["cachefair".to_string()], &a),
         ReproduceCommand::Clustering(a) => reproduce_papers(&["clustering".to_string()], &a),
+        ReproduceCommand::Affinity(a) => reproduce_papers(&["affinity".to_string()], &a),
         ReproduceCommand::All(a) => {
             let mut papers: Vec<String> = std::fs::read_dir(&a.experiments)
                 .with_context(|| {
@@ -529,6 +537,9 @@ fn mixes_section(
     }
     if sc.analyses.iter().any(|x| x == "cachefair") {
         sec += &crate::cachefair_report::analysis(sc, done, out)?;
+    }
+    if sc.analyses.iter().any(|x| x == "affinity") {
+        sec += &crate::affinity_report::analysis(sc, done, out)?;
     }
     Ok((sec, all_ok))
 }

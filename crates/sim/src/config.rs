@@ -562,6 +562,11 @@ impl GroupAssignment {
 pub enum Pin {
     /// Thread k of the run (all groups, in order) on CPU k mod CPUs.
     RoundRobin,
+    /// Thread k of the run (all groups, in order) on the k-th CPU (mod CPUs) of an
+    /// order that visits the chips in turn: every chip's first CPU, then every chip's
+    /// second, and so on, so that bound threads spread over the chips' caches first
+    /// (the affinity paper's main benchmarks bound each to its own core).
+    Spread,
     /// Sharing group g on chip g mod chips, the group's threads round-robin over the
     /// chip's CPUs (continuing where the chip's previous group stopped): the paper's
     /// hand-optimised placement, which knows the ground truth as its authors did.

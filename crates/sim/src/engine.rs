@@ -420,6 +420,16 @@ impl Simulation {
                 Some(Pin::RoundRobin) => (0..g.count as usize)
                     .map(|i| Some(((threads.len() + i) % topo.nr_cpus()) as u32))
                     .collect(),
+                Some(Pin::Spread) => {
+                    // the chips' first CPUs, then their second ones, and so on
+                    let most = chip_cpus.iter().map(Vec::len).max().unwrap_or(0);
+                    let order: Vec<u32> = (0..most)
+                        .flat_map(|k| chip_cpus.iter().filter_map(move |c| c.get(k).copied()))
+                        .collect();
+                    (0..g.count as usize)
+                        .map(|i| Some(order[(threads.len() + i) % order.len()]))
+                        .collect()
+                }
                 Some(Pin::ByGroup) => {
                     let mut out = Vec::with_capacity(g.count as usize);
                     for &grp in &group_of {

@@ -67,3 +67,23 @@ fn homes_rebalance_when_one_empties() {
     let busy: f64 = r.cpus.iter().map(|c| c.busy_fraction).sum();
     assert!(busy > 2.5, "busy CPUs {busy}");
 }
+
+/// `Pin::Spread` binds thread k to the k-th CPU of an order that visits the chips in
+/// turn: two CPU-bound threads on clovertown-2x2 run on CPUs 0 and 2 (one per chip's
+/// L2), a third on CPU 1; fails if they land on one chip or are not bound.
+#[test]
+fn spread_pins_visit_the_chips_in_turn() {
+    let mut g = ThreadGroup::of("compute", 3);
+    g.pin = Some(Pin::Spread);
+    let mut c = SimConfig::new("clovertown-2x2", vec![g]);
+    c.duration_ms = 20.0;
+    let r = simulate(&c).expect("run completes");
+    let busy: Vec<bool> = r.cpus.iter().map(|c| c.busy_fraction > 0.9).collect();
+    assert_eq!(busy, [true, true, true, false], "{:?}", r.cpus);
+    assert_eq!(r.kernel.migrations, 0);
+    let mut c2 = c.clone();
+    c2.threads[0].count = 2;
+    let r = simulate(&c2).expect("run completes");
+    let busy: Vec<bool> = r.cpus.iter().map(|c| c.busy_fraction > 0.9).collect();
+    assert_eq!(busy, [true, false, true, false], "{:?}", r.cpus);
+}

@@ -17,6 +17,7 @@ const MS: f64 = 30.0;
 const GOLDEN: &[(&str, u64)] = &[
     ("niagara-2c", 0x0666dcc9fe641970),
     ("niagara-8c", 0x3f329d4019d15d0b),
+    ("t2000", 0xdc551352b2a9a8cd),
     ("t1-dual", 0xdf283925c5ddc8e4),
     ("power5-2x2x2", 0xba7d20257ee2b559),
     ("power5-8chip", 0xd8de09488c16f55a),
@@ -75,6 +76,7 @@ macro_rules! golden {
 golden! {
     niagara_2c: "niagara-2c",
     niagara_8c: "niagara-8c",
+    t2000: "t2000",
     t1_dual: "t1-dual",
     power5_2x2x2: "power5-2x2x2",
     power5_8chip: "power5-8chip",

@@ -151,6 +151,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "Niagara T1: 8 in-order cores x 4 hw threads, shared L2 3 MB 12-way",
     ),
     (
+        "t2000",
+        "affinity §2: UltraSPARC T1 in a Sun Fire T2000, 8 in-order cores x 4 hw threads, 1.2 GHz, shared L2 3 MB 12-way",
+    ),
+    (
         "t1-dual",
         "cache-fair: 2 single-threaded cores, 992 MHz, shared L2 256 KB 8-way, 4 GB/s bus",
     ),
@@ -179,7 +183,8 @@ pub const PRESETS: &[(&str, &str)] = &[
 /// engine` measures speed on and what the engine's golden results are made of (one
 /// hardware context each where the paper fills the machine).
 /// niagara-2c: CASC's headline (6 art, 6 twolf, 6 bdb); niagara-8c: the same programs
-/// and vpr, 8 each; t1-dual: cache-fair's memory-intensive pair twice; power5-2x2x2:
+/// and vpr, 8 each; t2000: one of the affinity study's §2 experiments (a benchmark, a
+/// base vector and the L2 base vector); t1-dual: cache-fair's memory-intensive pair twice; power5-2x2x2:
 /// the clustering scoreboard microbenchmark (16 threads; 32 on power5-8chip); clovertown-2x2 and
 /// clovertown-ump: the affinity study's memory-bound main programs with an interferer;
 /// the xeon and core2 presets: the timeslice study's memory-intensive programs, four
@@ -187,6 +192,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 pub const PAPER_MIXES: &[(&str, &str)] = &[
     ("niagara-2c", "art:6,twolf:6,bdb:6"),
     ("niagara-8c", "art:8,twolf:8,bdb:8,vpr:8"),
+    ("t2000", "twolf:1,bv-l1i=16:1,bv-l2=3072:1"),
     ("t1-dual", "twolf:2,mcf:2"),
     ("power5-2x2x2", "scoreboard:16"),
     ("power5-8chip", "scoreboard:32"),
@@ -303,6 +309,21 @@ impl MachineConfig {
                 });
                 // 25 GB/s = 25.2 B/cycle at 992 MHz
                 m(992, 1, 8, 4, inorder, caches, mem(t1_mem(25.2), 25.2, 120))
+            }
+            // Sun Fire T2000 (affinity paper, Table 1): the same T1 chip at 1.2 GHz. The
+            // L2 (23 cycles) and L1s run at the core clock; the 107.5 ns load-to-use
+            // memory latency is 129 cycles at 1.2 GHz, and the four DDR2 channels' 25
+            // GB/s are 20.8 B/cycle. The paper runs one thread per core; its scenario
+            // files bind threads to one context of each core used.
+            "t2000" => {
+                let mut caches = niagara_l1();
+                caches.push(CacheSpec {
+                    banks: 4,
+                    ..c(2, U, 3072, 12, 64, 23, Chip)
+                });
+                let bw = 20.8;
+                let lat = (107.5f64 * 1.2 - 3.0 - 64.0 / bw).round() as u32;
+                m(1200, 1, 8, 4, inorder, caches, mem(lat, bw, 120))
             }
             "t1-dual" => m(
                 992,
