@@ -20,6 +20,7 @@ mod run_cmd;
 mod sensitivity;
 mod simulate_cmd;
 mod solo;
+mod study_cmd;
 mod svg;
 
 use anyhow::Result;
@@ -94,6 +95,10 @@ enum Command {
     /// Speed benchmarks, reported as ratios against a reference run side by side.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
+    /// The papers' effects measured on this real machine by time, with real processes
+    /// under several conditions side by side, interleaved and repeated.
+    #[command(subcommand)]
+    Study(study_cmd::StudyCommand),
 }
 
 fn main() {
@@ -114,6 +119,7 @@ fn main() {
         Command::Restore(a) => run_cmd::restore(a),
         Command::Burn(a) => burn_cmd::run(a).map(|_| 0),
         Command::Bench(c) => bench_cmd::run(c).map(|_| 0),
+        Command::Study(c) => study_cmd::run(c),
     };
     match res {
         Ok(code) => std::process::exit(code),

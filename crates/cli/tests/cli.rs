@@ -849,3 +849,122 @@ fn real_programs_from_the_trace_cache() {
     let resolved = std::fs::read_to_string(d.join("r.json.config.toml")).unwrap();
     assert!(resolved.contains("real = \"gzip\"") && resolved.contains(path.to_str().unwrap()));
 }
+
+/// `burn` with memory work: fixed work per thread (`--steps`, rounded up to whole
+/// chunks of 1,024), pinned threads on distinct CPUs, and the reports that the studies
+/// read; fails if a thread stops early, overruns by more than a chunk, or two pinned
+/// threads share a CPU.
+#[test]
+fn burn_chases_a_working_set_for_fixed_work() {
+    let out = run_ok(&[
+        "burn",
+        "--threads",
+        "2",
+        "--chase-kb",
+        "64",
+        "--steps",
+        "300000",
+        "--pin-threads",
+        "--report",
+    ]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for l in &lines {
+        let steps = l["steps"].as_u64().unwrap();
+        assert!((300_000..300_000 + 1024).contains(&steps), "{l}");
+        assert!(l["wall_ms"].as_f64().unwrap() > 0.0, "{l}");
+        assert!(l["steps_per_s"].as_f64().unwrap() > 1e6, "{l}");
+    }
+    let cpus: Vec<u64> = lines
+        .iter()
+        .filter_map(|l| l["pinned_to"].as_u64())
+        .collect();
+    let n = std::thread::available_parallelism().unwrap().get();
+    if n >= 2 {
+        assert_eq!(cpus.len(), 2);
+        assert_ne!(cpus[0], cpus[1], "{out}");
+    }
+    assert!(run_err(&["burn", "--chase-kb", "0"]).contains("at least 1 KiB"));
+}
+
+/// `study affinity` end to end at a tiny size: every condition runs once (bound,
+/// forced migration through `cachesched run --policy migrate`, Linux, the affinity
+/// policy), the runs are kept, the report names them, `--from-runs` rebuilds the same
+/// report without running, and --docs fills the study's block. Fails if a condition
+/// is missing, a run is lost, or the rebuilt report differs.
+#[test]
+fn study_affinity_runs_every_condition_and_rebuilds_its_report() {
+    let dir = tmp("study-affinity");
+    let out = dir.join("out");
+    let o = out.to_str().unwrap();
+    run_ok(&[
+        "study",
+        "affinity",
+        "--kb",
+        "64",
+        "--repeats",
+        "1",
+        "--ms",
+        "150",
+        "--out",
+        o,
+    ]);
+    let runs = std::fs::read_to_string(out.join("runs.jsonl")).unwrap();
+    assert_eq!(runs.lines().count(), 5, "{runs}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for c in [
+        "bound",
+        "migrate-2ms",
+        "migrate-10ms",
+        "linux",
+        "affinity-policy",
+    ] {
+        assert!(report.contains(c), "{c}: {report}");
+    }
+    assert!(report.contains("| 64 KiB |"), "{report}");
+    // forced migration moved the threads many times; bound threads stayed
+    let rec: Vec<serde_json::Value> = runs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let migr = |c: &str| -> u64 {
+        rec.iter()
+            .filter(|r| r["condition"] == c)
+            .flat_map(|r| r["threads"].as_array().unwrap().iter())
+            .map(|t| t["migrations"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert!(migr("migrate-2ms") >= 20, "{runs}");
+    assert!(migr("bound") <= 4, "{runs}");
+    let doc = dir.join("doc.md");
+    std::fs::write(
+        &doc,
+        "# x\n<!-- study affinity: begin -->\n<!-- study affinity: end -->\n",
+    )
+    .unwrap();
+    run_ok(&[
+        "study",
+        "affinity",
+        "--from-runs",
+        "--out",
+        o,
+        "--docs",
+        doc.to_str().unwrap(),
+    ]);
+    let again = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert_eq!(again, report);
+    assert!(std::fs::read_to_string(&doc)
+        .unwrap()
+        .contains("### Cache affinity on this host"));
+    let e = run_err(&[
+        "study",
+        "affinity",
+        "--from-runs",
+        "--out",
+        dir.join("none").to_str().unwrap(),
+    ]);
+    assert!(e.contains("--from-runs needs a previous study"), "{e}");
+}

@@ -6,6 +6,7 @@ use crate::cachefair::{CacheFair, CacheFairConfig};
 use crate::casc::{Casc, CascConfig};
 use crate::clustering::{ClusteringConfig, ThreadClustering};
 use crate::demo::{Demo, DemoConfig};
+use crate::migrate::{Migrate, MigrateConfig};
 use crate::process_llc::{ProcessLlc, ProcessLlcConfig};
 use crate::timeslice::{Timeslice, TimesliceConfig};
 use cachesched_core::Policy;
@@ -19,6 +20,7 @@ pub const POLICY_NAMES: &[&str] = &[
     "casc",
     "clustering",
     "demo",
+    "migrate",
     "process-llc",
     "timeslice",
 ];
@@ -39,6 +41,9 @@ pub enum PolicySpec {
     Clustering(ClusteringConfig),
     /// The demonstration policy ([`Demo`]).
     Demo(DemoConfig),
+    /// Forced migration between cores or LLC domains, the affinity paper's low
+    /// affinity ([`Migrate`]).
+    Migrate(MigrateConfig),
     /// Process-to-LLC aggregation, after Linux's cache-aware scheduling series
     /// ([`ProcessLlc`]): all threads of a process on one LLC, no sharing detection.
     ProcessLlc(ProcessLlcConfig),
@@ -116,6 +121,7 @@ impl PolicySpec {
             PolicySpec::Cachefair(c) => c.validate(),
             PolicySpec::Casc(c) => c.validate(),
             PolicySpec::Clustering(c) => c.validate(),
+            PolicySpec::Migrate(c) => c.validate(),
             PolicySpec::ProcessLlc(c) => c.validate(),
             PolicySpec::Timeslice(c) => c.validate(),
             PolicySpec::Demo(_) => Ok(()),
@@ -134,6 +140,7 @@ impl PolicySpec {
             PolicySpec::Casc(_) => "casc",
             PolicySpec::Clustering(_) => "clustering",
             PolicySpec::Demo(_) => "demo",
+            PolicySpec::Migrate(_) => "migrate",
             PolicySpec::ProcessLlc(_) => "process-llc",
             PolicySpec::Timeslice(_) => "timeslice",
         }
@@ -148,6 +155,7 @@ pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
         PolicySpec::Casc(c) => Box::new(Casc::new(c.clone())),
         PolicySpec::Clustering(c) => Box::new(ThreadClustering::new(c.clone())),
         PolicySpec::Demo(c) => Box::new(Demo::new(c.clone())),
+        PolicySpec::Migrate(c) => Box::new(Migrate::new(c.clone())),
         PolicySpec::ProcessLlc(c) => Box::new(ProcessLlc::new(c.clone())),
         PolicySpec::Timeslice(c) => Box::new(Timeslice::new(c.clone())),
     }
