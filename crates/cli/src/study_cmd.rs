@@ -560,11 +560,17 @@ fn affinity(a: AffinityArgs) -> Result<i32> {
     md += "| working set | ";
     md += &labels
         .iter()
-        .map(|l| format!("{l}: M steps/s | {l}: vs bound | {l}: migrations"))
+        .map(|&l| {
+            if l == "bound" {
+                format!("{l}: M steps/s | {l}: migrations")
+            } else {
+                format!("{l}: M steps/s | {l}: vs bound | {l}: migrations")
+            }
+        })
         .collect::<Vec<_>>()
         .join(" | ");
-    md += " |\n|---|";
-    md += &"---|---|---|".repeat(labels.len());
+    md += " |\n|---|---|---|";
+    md += &"---|---|---|".repeat(labels.len() - 1);
     md += "\n";
     for &kb in &sizes {
         let _ = write!(md, "| {} |", kib(kb));
@@ -581,17 +587,11 @@ fn affinity(a: AffinityArgs) -> Result<i32> {
             let mg = migr.get(&(kb, l.to_string())).map_or(f64::NAN, |m| {
                 m.values().sum::<f64>() / m.len().max(1) as f64
             });
-            let _ = write!(
-                md,
-                " {} | {} | {} |",
-                show(v, ""),
-                if l == "bound" {
-                    "–".into()
-                } else {
-                    show(ch, "%")
-                },
-                plain(mg)
-            );
+            if l == "bound" {
+                let _ = write!(md, " {} | {} |", show(v, ""), plain(mg));
+            } else {
+                let _ = write!(md, " {} | {} | {} |", show(v, ""), show(ch, "%"), plain(mg));
+            }
             rows.push(Row {
                 kb,
                 condition: l.into(),
