@@ -20,7 +20,7 @@ const GOLDEN: &[(&str, u64)] = &[
     ("t2000", 0xdc551352b2a9a8cd),
     ("t1-dual", 0xdf283925c5ddc8e4),
     ("power5-2x2x2", 0xba7d20257ee2b559),
-    ("power5-8chip", 0xd8de09488c16f55a),
+    ("power5-8chip", 0x59525d8cd387fc05),
     ("clovertown-2x2", 0x8fd8c87ee76b6982),
     ("clovertown-ump", 0x9544e45b017b3da6),
     ("xeon-e5-16m", 0x6903f93086ccb86a),

@@ -385,11 +385,15 @@ impl MachineConfig {
                     },
                     c(3, U, 36 * 1024, 12, 256, 90, Chip),
                 ],
+                // each POWER5 chip has its own memory controller (IBM Redpaper on the
+                // p5 570, §2.1), so the 8-chip machine has the 2-chip one's bandwidth
+                // per chip: 4 x 8 B/cycle on the model's one shared bus (model change of
+                // 2026-11-25; it had the 2-chip machine's 8 B/cycle for all 8 chips)
                 if name == "power5-8chip" {
                     MemoryModel {
                         chips_per_node: 2,
                         far_latency_cycles: 240,
-                        ..mem(310, 8.0, 160)
+                        ..mem(310, 32.0, 160)
                     }
                 } else {
                     mem(310, 8.0, 160)
