@@ -104,6 +104,12 @@ pub struct KernelConfig {
     /// free). The thread-clustering paper's overhead (Figure 8) emerges from this.
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub sample_cost_cycles: u64,
+    /// Record every thread's runs on a CPU that begin in the measured window, with
+    /// their LLC misses in bins of this many ms from each run's start and the LLC's
+    /// fills while the thread was off the CPU before it (default: none; 0.1–1000 ms;
+    /// [`crate::kernel::profile`]). Results then carry each thread's `slice_profile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice_profile_ms: Option<f64>,
 }
 
 fn is_zero_u64(x: &u64) -> bool {
@@ -165,6 +171,7 @@ impl Default for KernelConfig {
             corun_segment_max_ms: 10.0,
             page_placement: PagePlacement::Random,
             sample_cost_cycles: 0,
+            slice_profile_ms: None,
         }
     }
 }

@@ -324,6 +324,7 @@ impl Simulation {
             ("kernel.balance_interval_ms", k.balance_interval_ms),
             ("kernel.starvation_limit_ms", k.starvation_limit_ms),
             ("kernel.corun_segment_max_ms", k.corun_segment_max_ms),
+            ("kernel.slice_profile_ms", k.slice_profile_ms.unwrap_or(1.0)),
         ];
         for (name, v) in positive {
             if !(v > 0.0 && v.is_finite()) {
@@ -649,6 +650,7 @@ impl Simulation {
             segments_open: threads_with_segments,
             stop_after_segments: cfg.stop_after_segments,
             window_owner: None,
+            profile: None,
             mem,
             llc_class_of_cpu: per_core_partition,
             topo,
@@ -681,6 +683,14 @@ impl Simulation {
                     missing: missing.join(", "),
                 });
             }
+        }
+        if let Some(ms) = cfg.kernel.slice_profile_ms {
+            let n = sim.k.threads.len();
+            sim.k.profile = Some(crate::kernel::profile::SliceProfiler::new(
+                n,
+                cyc(ms),
+                sim.warmup == 0,
+            ));
         }
         for (at, idx) in starts {
             sim.k.add_timer(at, Timer::Start(idx));
@@ -815,6 +825,7 @@ impl Simulation {
                 // every work segment is complete: the run ends here
                 self.end = at.max(1);
             }
+            Timer::SliceBin(t, g) => self.k.profile_bin(t, g, at),
             Timer::WarmupEnd => {
                 self.snapshot_totals(at);
                 self.base_time = at;
@@ -823,6 +834,9 @@ impl Simulation {
                 for th in &mut self.k.threads {
                     th.base_ctr = th.ctr;
                     th.base_slices = th.slices;
+                }
+                if let Some(p) = self.k.profile.as_mut() {
+                    p.on = true;
                 }
                 for c in 0..self.k.cpus.len() {
                     if let Some(t) = self.k.cpus[c].current {
@@ -912,6 +926,12 @@ impl Simulation {
                         [Some(a), Some(b)] => Some(b - a),
                         _ => None,
                     },
+                    slice_profile: self
+                        .k
+                        .profile
+                        .as_ref()
+                        .map(|p| p.runs(t.id.0 as usize).to_vec())
+                        .unwrap_or_default(),
                 }
             })
             .collect();
@@ -972,7 +992,10 @@ impl Simulation {
             totals,
             threads,
             cpus,
-            kernel: self.k.stats.clone(),
+            kernel: KernelStats {
+                slice_profile_dropped: self.k.profile.as_ref().map_or(0, |p| p.dropped),
+                ..self.k.stats.clone()
+            },
             policy_stats,
             policy_vectors,
             timeline: self.timeline,

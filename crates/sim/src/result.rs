@@ -51,6 +51,11 @@ pub struct ThreadResult {
     /// segment completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment_window_instructions: Option<u64>,
+    /// The thread's runs on a CPU that began in the measured window and ended before
+    /// the run did, with `kernel.slice_profile_ms` (empty, and absent from JSON,
+    /// otherwise): [`crate::kernel::profile`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slice_profile: Vec<crate::kernel::profile::SliceRecord>,
 }
 
 /// One CPU's result over the measured window.
@@ -86,6 +91,10 @@ pub struct KernelStats {
     /// CPU cycles spent taking address samples (`kernel.sample_cost_cycles` each).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sample_cost_cycles: u64,
+    /// Runs the slice profile did not record because a thread had
+    /// [`crate::kernel::profile::MAX_RUNS_PER_THREAD`] already.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub slice_profile_dropped: u64,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -833,3 +833,57 @@ fn stopping_after_segments_needs_a_segment() {
     let e = simulate(&c).unwrap_err().to_string();
     assert!(e.contains("no thread group has a segment"), "{e}");
 }
+
+/// The slice profile (paper 5's Figures 2, 3 and 11): two threads whose 3 MB working
+/// sets each fit a 4 MB LLC, not both, share CPU 0 with 30 ms slices. Every run is
+/// recorded with its misses in 3 ms bins, which add up to the thread's misses in those
+/// runs; each run starts cold (its first bin misses over 1.6 times as often as its
+/// sixth onwards), and while a thread is off the CPU the other fills the LLC with
+/// enough lines to evict much of what it had left. Fails if runs are lost, bins miss
+/// misses, or the cold start does not show.
+#[test]
+fn slice_profile_records_cold_starts_and_off_cpu_fills() {
+    let mut g = ThreadGroup::of("huge", 2);
+    let mut m = cachesched_sim::workload::profile("huge").unwrap();
+    m.regions[0].kb = 3 << 10;
+    g.profile = None;
+    g.model = Some(m);
+    g.cpus = Some(vec![0]);
+    let mut c = SimConfig::new("core2-4m", vec![g]);
+    c.duration_ms = 250.0;
+    c.warmup_ms = 60.0;
+    c.kernel.slice_profile_ms = Some(3.0);
+    c.policies = vec![cachesched_policies::PolicySpec::parse("timeslice:slice_ms=30").unwrap()];
+    let r = simulate(&c).unwrap();
+    assert_eq!(r.kernel.slice_profile_dropped, 0);
+    for t in &r.threads {
+        let runs = &t.slice_profile;
+        assert!(runs.len() >= 2, "thread {}: {} runs", t.id, runs.len());
+        let recorded: u64 = runs.iter().flat_map(|x| x.llc_misses.iter()).sum();
+        assert!(
+            recorded <= t.counters.llc_misses && recorded * 10 >= t.counters.llc_misses * 5,
+            "thread {}: {recorded} of {} misses in recorded runs",
+            t.id,
+            t.counters.llc_misses
+        );
+        for run in runs {
+            assert!(
+                (29.0..=31.5).contains(&run.ms),
+                "a 30 ms slice ran {} ms",
+                run.ms
+            );
+            assert!(
+                (10..=11).contains(&run.llc_misses.len()),
+                "{:?}",
+                run.llc_misses
+            );
+            let first = run.llc_misses[0] as f64;
+            let late: Vec<u64> = run.llc_misses[5..run.llc_misses.len() - 1].to_vec();
+            let late = late.iter().sum::<u64>() as f64 / late.len() as f64;
+            assert!(first > 1.6 * late, "no cold start: {:?}", run.llc_misses);
+            let off = run.off_cpu.expect("off-CPU figures after the first run");
+            assert!(off.own_lines_back < off.own_lines_left, "{off:?}");
+            assert!(off.fills * 4 > off.llc_lines, "{off:?}");
+        }
+    }
+}

@@ -130,6 +130,8 @@ pub struct Cache {
     partition: Option<Vec<Vec<bool>>>,
     /// Partition class of each owner (default class 0).
     owner_class: Vec<u16>,
+    /// Lines filled so far (every fill, whoever asked for it).
+    fills: u64,
 }
 
 impl Cache {
@@ -159,6 +161,7 @@ impl Cache {
             occupancy: Vec::new(),
             partition: None,
             owner_class: Vec::new(),
+            fills: 0,
         })
     }
 
@@ -259,6 +262,7 @@ impl Cache {
 
     #[inline]
     fn fill_at(&mut self, base: usize, block: u64, owner: u32, flags: u8) -> Option<Evicted> {
+        self.fills += 1;
         let assoc = self.assoc;
         let victim = match &self.partition {
             None => assoc - 1,
@@ -373,6 +377,11 @@ impl Cache {
     /// Bytes currently owned by `owner`.
     pub fn occupancy_bytes(&self, owner: u32) -> u64 {
         self.occupancy_lines(owner) << self.line_shift
+    }
+
+    /// Lines filled so far (demand and prefetch fills of every owner).
+    pub fn fills(&self) -> u64 {
+        self.fills
     }
 
     /// Number of valid lines.

@@ -848,6 +848,40 @@ impl MemorySystem {
         self.caches[pl.cache].contains(addr >> pl.shift)
     }
 
+    /// The last-level cache instance `cpu`'s data path ends in (`None` without one).
+    pub fn llc_instance(&self, cpu: usize) -> Option<usize> {
+        let l = self.llc?;
+        let (first, end) = (
+            self.first_instance[l],
+            self.first_instance
+                .get(l + 1)
+                .copied()
+                .unwrap_or(self.caches.len()),
+        );
+        self.dpath[cpu]
+            .iter()
+            .map(|p| p.cache)
+            .find(|&c| (first..end).contains(&c))
+            .map(|c| c - first)
+    }
+
+    /// Lines last-level cache instance `instance` has filled so far.
+    pub fn llc_fills(&self, instance: usize) -> u64 {
+        self.llc.map_or(0, |l| {
+            self.caches[self.first_instance[l] + instance].fills()
+        })
+    }
+
+    /// Lines of last-level cache instance `instance` and how many of them `owner`
+    /// holds.
+    pub fn llc_lines(&self, instance: usize, owner: u32) -> (u64, u64) {
+        self.llc.map_or((0, 0), |l| {
+            let c = &self.caches[self.first_instance[l] + instance];
+            let g = c.geometry();
+            (g.size_bytes / g.line_bytes as u64, c.occupancy_lines(owner))
+        })
+    }
+
     /// Bytes of cache instance (`level`, `instance`) owned by thread `owner`.
     pub fn occupancy_bytes(&self, level: usize, instance: usize, owner: u32) -> u64 {
         self.caches[self.first_instance[level] + instance].occupancy_bytes(owner)

@@ -15,6 +15,7 @@
 //! segments are kept per shared cache ([`segments`]).
 
 pub mod class;
+pub mod profile;
 pub mod segments;
 mod solaris;
 pub mod solaris_tables;
@@ -158,6 +159,8 @@ pub(crate) enum Timer {
     WarmupEnd,
     /// Every work segment is complete and the run was asked to stop then.
     Stop,
+    /// The slice profile's bin of (thread, run generation) ends.
+    SliceBin(usize, u64),
 }
 
 pub(crate) enum PolicyEvent {
@@ -224,6 +227,8 @@ pub(crate) struct Kernel {
     /// The thread whose segment opened the run's segment window (the first to begin
     /// one).
     pub(crate) window_owner: Option<usize>,
+    /// The slice profile, if configured ([`KernelConfig::slice_profile_ms`]).
+    pub(crate) profile: Option<profile::SliceProfiler>,
 }
 
 impl Kernel {
@@ -493,6 +498,36 @@ impl Kernel {
         self.cpus[c].slice_end = start + slice_cycles;
         if switched {
             self.corun_change(c, now);
+            self.profile_in(t, c, start);
+        }
+    }
+
+    /// The slice profile: thread `t` switched in on CPU `c`, running from `start`.
+    fn profile_in(&mut self, t: usize, c: usize, start: u64) {
+        if self.profile.is_none() {
+            return;
+        }
+        let inst = self.mem.llc_instance(c);
+        let (fills, (lines, own)) = inst.map_or((0, (0, 0)), |i| {
+            (self.mem.llc_fills(i), self.mem.llc_lines(i, t as u32))
+        });
+        let ms = self.ns(start) as f64 / 1e6;
+        let misses = self.threads[t].ctr.llc_misses;
+        let p = self.profile.as_mut().expect("checked");
+        let bin = p.bin_cycles;
+        if let Some(g) = p.switched_in(t, ms, misses, inst, fills, own, lines) {
+            self.add_timer(start + bin, Timer::SliceBin(t, g));
+        }
+    }
+
+    /// The slice profile: a bin of thread `t`'s run of generation `gen` ends at `at`.
+    pub(crate) fn profile_bin(&mut self, t: usize, gen: u64, at: u64) {
+        let misses = self.threads[t].ctr.llc_misses;
+        if let Some(p) = self.profile.as_mut() {
+            if p.bin(t, gen, misses) {
+                let next = at + p.bin_cycles;
+                self.add_timer(next, Timer::SliceBin(t, gen));
+            }
         }
     }
 
@@ -543,6 +578,17 @@ impl Kernel {
     }
 
     pub(crate) fn switched_out(&mut self, p: usize, c: usize, now: u64) {
+        if self.profile.is_some() {
+            let inst = self.mem.llc_instance(c);
+            let (fills, own) = inst.map_or((0, 0), |i| {
+                (self.mem.llc_fills(i), self.mem.llc_lines(i, p as u32).1)
+            });
+            let ms = self.ns(now) as f64 / 1e6;
+            let misses = self.threads[p].ctr.llc_misses;
+            if let Some(pr) = self.profile.as_mut() {
+                pr.switched_out(p, ms, misses, inst, fills, own);
+            }
+        }
         let th = &mut self.threads[p];
         // the front end refetches when the thread runs again
         th.timing.last_pc_line = u64::MAX;

@@ -1,0 +1,219 @@
+//! The slice profile (`kernel.slice_profile_ms`): for every run of a thread on a CPU
+//! (from being switched in to being switched out) that begins in the measured window,
+//! its LLC misses in bins of a few ms from its start, and what happened to the LLC
+//! while the thread was off the CPU before it: how many lines the LLC filled (for the
+//! other threads: this one was not running) and how many of its own lines the LLC held
+//! when it left and when it came back. The timeslice paper's Figure 2 (lines replaced
+//! while a thread is off the CPU), Figure 3 (misses per ms inside one long slice) and
+//! Figure 11 (how fast the miss rate falls inside a slice) are made of these.
+//!
+//! Bins end on timers armed at each switch-in, outside the engine's hot loop; nothing
+//! is recorded (and no timer armed) unless the profile is configured.
+
+use serde::{Deserialize, Serialize};
+
+/// Most runs recorded per thread; later ones are counted in [`SliceProfiler::dropped`].
+pub const MAX_RUNS_PER_THREAD: usize = 2000;
+
+/// What the LLC did while a thread was off the CPU, before one of its runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffCpu {
+    /// Lines the thread's LLC instance filled meanwhile (demand and prefetch fills of
+    /// every thread).
+    pub fills: u64,
+    /// Lines of the thread's own the instance held when it was switched out.
+    pub own_lines_left: u64,
+    /// ... and when it was switched in again (on the same LLC instance; a thread that
+    /// came back on another instance has no `OffCpu`).
+    pub own_lines_back: u64,
+    /// Lines of the LLC instance.
+    pub llc_lines: u64,
+}
+
+/// One run of a thread on a CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SliceRecord {
+    /// When it began, ms of simulated time from the start of the run.
+    pub start_ms: f64,
+    /// How long it ran, ms.
+    pub ms: f64,
+    /// Its LLC misses in consecutive bins of `kernel.slice_profile_ms` from its start;
+    /// the last bin is the partial one it was switched out in.
+    pub llc_misses: Vec<u64>,
+    /// The LLC while it was off the CPU before this run (`None` for its first run, or
+    /// if it came back on another LLC instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub off_cpu: Option<OffCpu>,
+}
+
+/// A thread's profile state.
+#[derive(Debug, Clone, Default)]
+struct ThreadProfile {
+    /// The run in progress: its record and the LLC misses when its current bin began.
+    open: Option<(SliceRecord, u64)>,
+    /// Incremented at each switch-in, so that a bin timer of an earlier run is ignored.
+    gen: u64,
+    /// When it was last switched out: (LLC instance, instance fills, own lines).
+    left: Option<(usize, u64, u64)>,
+    runs: Vec<SliceRecord>,
+}
+
+/// Every thread's slice profile.
+#[derive(Debug, Clone)]
+pub(crate) struct SliceProfiler {
+    /// Bin width in cycles.
+    pub(crate) bin_cycles: u64,
+    /// Whether runs that begin now are recorded (from the end of the warm-up).
+    pub(crate) on: bool,
+    threads: Vec<ThreadProfile>,
+    /// Runs not recorded because a thread had [`MAX_RUNS_PER_THREAD`] already.
+    pub(crate) dropped: u64,
+}
+
+impl SliceProfiler {
+    /// A profiler for `n` threads with bins of `bin_cycles`, recording from the start
+    /// if `on`.
+    pub(crate) fn new(n: usize, bin_cycles: u64, on: bool) -> SliceProfiler {
+        SliceProfiler {
+            bin_cycles: bin_cycles.max(1),
+            on,
+            threads: vec![ThreadProfile::default(); n],
+            dropped: 0,
+        }
+    }
+
+    /// Thread `t` switched in at `now` (ms `now_ms`) with `llc_misses` so far, on LLC
+    /// instance `inst` which has filled `fills` lines and holds `own` of its lines of
+    /// `lines`; returns the generation its bin timers carry, if the run is recorded.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn switched_in(
+        &mut self,
+        t: usize,
+        now_ms: f64,
+        llc_misses: u64,
+        inst: Option<usize>,
+        fills: u64,
+        own: u64,
+        lines: u64,
+    ) -> Option<u64> {
+        let p = &mut self.threads[t];
+        p.gen += 1;
+        let left = p.left.take();
+        if !self.on {
+            return None;
+        }
+        if p.runs.len() >= MAX_RUNS_PER_THREAD {
+            self.dropped += 1;
+            return None;
+        }
+        let off_cpu = match (left, inst) {
+            (Some((i, f0, own0)), Some(i2)) if i == i2 => Some(OffCpu {
+                fills: fills - f0,
+                own_lines_left: own0,
+                own_lines_back: own,
+                llc_lines: lines,
+            }),
+            _ => None,
+        };
+        p.open = Some((
+            SliceRecord {
+                start_ms: now_ms,
+                ms: 0.0,
+                llc_misses: Vec::new(),
+                off_cpu,
+            },
+            llc_misses,
+        ));
+        Some(p.gen)
+    }
+
+    /// A bin timer of generation `gen` for thread `t` fired with `llc_misses` so far:
+    /// whether to arm the next one.
+    pub(crate) fn bin(&mut self, t: usize, gen: u64, llc_misses: u64) -> bool {
+        let p = &mut self.threads[t];
+        if p.gen != gen {
+            return false;
+        }
+        let Some((rec, at)) = p.open.as_mut() else {
+            return false;
+        };
+        rec.llc_misses.push(llc_misses - *at);
+        *at = llc_misses;
+        true
+    }
+
+    /// Thread `t` switched out at ms `now_ms` with `llc_misses` so far, leaving LLC
+    /// instance `inst` with `fills` filled and `own` of its lines.
+    pub(crate) fn switched_out(
+        &mut self,
+        t: usize,
+        now_ms: f64,
+        llc_misses: u64,
+        inst: Option<usize>,
+        fills: u64,
+        own: u64,
+    ) {
+        let p = &mut self.threads[t];
+        p.left = inst.map(|i| (i, fills, own));
+        if let Some((mut rec, at)) = p.open.take() {
+            rec.llc_misses.push(llc_misses - at);
+            rec.ms = now_ms - rec.start_ms;
+            p.runs.push(rec);
+        }
+    }
+
+    /// Thread `t`'s finished runs.
+    pub(crate) fn runs(&self, t: usize) -> &[SliceRecord] {
+        &self.threads[t].runs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run's bins split its misses, the partial last bin included; what the LLC did
+    /// while the thread was away is attached to its next run on the same instance;
+    /// a stale bin timer changes nothing.
+    #[test]
+    fn runs_bins_and_off_cpu() {
+        let mut p = SliceProfiler::new(1, 100, true);
+        let g = p.switched_in(0, 0.0, 10, Some(0), 500, 0, 1000).unwrap();
+        assert!(p.bin(0, g, 40));
+        assert!(p.bin(0, g, 45));
+        p.switched_out(0, 2.5, 47, Some(0), 900, 300);
+        assert!(!p.bin(0, g, 50), "a timer of a finished run");
+        let g2 = p.switched_in(0, 4.0, 47, Some(0), 1600, 120, 1000).unwrap();
+        assert_ne!(g, g2);
+        p.switched_out(0, 5.0, 60, Some(0), 1700, 200);
+        let r = p.runs(0);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].llc_misses, [30, 5, 2]);
+        assert_eq!(r[0].ms, 2.5);
+        assert_eq!(r[0].off_cpu, None);
+        assert_eq!(
+            r[1].off_cpu,
+            Some(OffCpu {
+                fills: 700,
+                own_lines_left: 300,
+                own_lines_back: 120,
+                llc_lines: 1000
+            })
+        );
+        assert_eq!(r[1].llc_misses, [13]);
+    }
+
+    /// Before the measured window nothing is recorded, and a thread that comes back on
+    /// another LLC instance has no off-CPU figures.
+    #[test]
+    fn off_until_on_and_other_instances() {
+        let mut p = SliceProfiler::new(1, 100, false);
+        assert_eq!(p.switched_in(0, 0.0, 0, Some(0), 0, 0, 10), None);
+        p.switched_out(0, 1.0, 5, Some(0), 3, 1);
+        p.on = true;
+        p.switched_in(0, 2.0, 5, Some(1), 7, 0, 10).unwrap();
+        p.switched_out(0, 3.0, 6, Some(1), 9, 1);
+        assert_eq!(p.runs(0).len(), 1);
+        assert_eq!(p.runs(0)[0].off_cpu, None);
+    }
+}
