@@ -775,11 +775,19 @@ fn timeslice(a: TimesliceArgs) -> Result<i32> {
     md += "| working set | ";
     md += &labels
         .iter()
-        .map(|l| format!("{l}: ms | {l}: vs linux"))
+        .map(|l| {
+            if l == "linux" || l == "solo" {
+                format!("{l}: ms")
+            } else {
+                format!("{l}: ms | {l}: vs linux")
+            }
+        })
         .collect::<Vec<_>>()
         .join(" | ");
+    let refs = labels.iter().filter(|l| *l == "linux" || *l == "solo").count();
     md += " |\n|---|";
-    md += &"---|---|".repeat(labels.len());
+    md += &"---|".repeat(refs);
+    md += &"---|---|".repeat(labels.len() - refs);
     md += "\n";
     for &kb in &sizes {
         let _ = write!(md, "| {} |", kib(kb));
@@ -793,16 +801,11 @@ fn timeslice(a: TimesliceArgs) -> Result<i32> {
             } else {
                 paired(&time, kb, l, "linux")
             };
-            let _ = write!(
-                md,
-                " {} | {} |",
-                show(v, ""),
-                if ch.0.is_finite() {
-                    show(ch, "%")
-                } else {
-                    "–".into()
-                }
-            );
+            if l == "linux" || l == "solo" {
+                let _ = write!(md, " {} |", show(v, ""));
+            } else {
+                let _ = write!(md, " {} | {} |", show(v, ""), show(ch, "%"));
+            }
             rows.push(Row {
                 kb,
                 condition: l.clone(),
