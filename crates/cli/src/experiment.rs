@@ -206,10 +206,14 @@ pub struct Quick {
     /// paper values at other points are left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llc_kb: Option<Vec<u64>>,
+    /// In a scenario of several mixes, only its first this many (default: all); paper
+    /// values about the mixes left out are dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixes: Option<usize>,
 }
 
 /// Analyses a scenario may ask for.
-pub const ANALYSES: &[&str] = &["casc", "cachefair", "clustering", "affinity"];
+pub const ANALYSES: &[&str] = &["casc", "cachefair", "clustering", "affinity", "timeslice"];
 
 fn default_duration() -> f64 {
     1000.0
@@ -582,16 +586,32 @@ impl Scenario {
         if let Some(ks) = &q.llc_kb {
             s.set_sweep(ks);
         }
+        if let Some(n) = q.mixes {
+            s.mixes.truncate(n.max(1));
+            let kept: Vec<String> = s.mixes.iter().map(|m| m.label.clone()).collect();
+            // (a program's mixes may be labelled PROGRAM-SOMETHING)
+            s.paper.retain(|pv| {
+                pv.program.as_ref().is_none_or(|p| {
+                    kept.iter()
+                        .any(|k| k == p || k.starts_with(&format!("{p}-")))
+                })
+            });
+        }
         s.description = format!(
             "{} **Reduced run (--quick): seeds {:?} instead of {:?}, {} ms per run ({} ms warm-up) \
-             instead of {} ms ({} ms); not the reproduction.**",
+             instead of {} ms ({} ms){}; not the reproduction.**",
             self.description,
             s.seeds,
             self.seeds,
             s.duration_ms,
             s.warmup_ms,
             self.duration_ms,
-            self.warmup_ms
+            self.warmup_ms,
+            if s.mixes.len() < self.mixes.len() {
+                format!(", the first {} of {} mixes", s.mixes.len(), self.mixes.len())
+            } else {
+                String::new()
+            }
         );
         s
     }

@@ -22,6 +22,7 @@ mod simulate_cmd;
 mod solo;
 mod study_cmd;
 mod svg;
+mod timeslice_report;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

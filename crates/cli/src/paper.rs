@@ -71,6 +71,9 @@ impl PaperValue {
             if sc.analyses.iter().any(|a| a == "affinity") {
                 return crate::affinity_report::validate_paper_value(self, sc);
             }
+            if sc.analyses.iter().any(|a| a == "timeslice") {
+                return crate::timeslice_report::validate_paper_value(self, sc);
+            }
             return crate::cachefair_report::validate_paper_value(self, sc);
         }
         if self.program.is_some() {

@@ -42,6 +42,12 @@ pub enum ReproduceCommand {
     /// affinity-oblivious, and the affinity policy), with IPC and misses per instruction
     /// low against high affinity.
     Affinity(PaperArgs),
+    /// Longer timeslices (paper 5): the scenario files of `experiments/timeslice/`
+    /// (Figure 1's slowdowns with a cache-aggressive microkernel; Figures 2, 3 and 11
+    /// from slice profiles; Figures 5-10: runtime improvement of aggregated slices
+    /// against CFS on 2 and 4 cores with 16 MB and on 2 cores with 4 MB, 2/4/8 programs
+    /// per core, LLC misses, fairness; the dynamic variant and a partitioned LLC).
+    Timeslice(PaperArgs),
     /// Every paper that has scenario files (every directory under `experiments/`).
     All(PaperArgs),
     /// How far CASC's headline (768 KB: L2 miss ratio and throughput against TS) moves
@@ -226,6 +232,7 @@ pub fn run(c: ReproduceCommand) -> Result<i32> {
         ReproduceCommand::Cachefair(a) => reproduce_papers(&["cachefair".to_string()], &a),
         ReproduceCommand::Clustering(a) => reproduce_papers(&["clustering".to_string()], &a),
         ReproduceCommand::Affinity(a) => reproduce_papers(&["affinity".to_string()], &a),
+        ReproduceCommand::Timeslice(a) => reproduce_papers(&["timeslice".to_string()], &a),
         ReproduceCommand::All(a) => {
             let mut papers: Vec<String> = std::fs::read_dir(&a.experiments)
                 .with_context(|| {
@@ -540,6 +547,9 @@ fn mixes_section(
     }
     if sc.analyses.iter().any(|x| x == "affinity") {
         sec += &crate::affinity_report::analysis(sc, done, out)?;
+    }
+    if sc.analyses.iter().any(|x| x == "timeslice") {
+        sec += &crate::timeslice_report::analysis(sc, done, out)?;
     }
     Ok((sec, all_ok))
 }

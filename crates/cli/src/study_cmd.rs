@@ -784,7 +784,10 @@ fn timeslice(a: TimesliceArgs) -> Result<i32> {
         })
         .collect::<Vec<_>>()
         .join(" | ");
-    let refs = labels.iter().filter(|l| *l == "linux" || *l == "solo").count();
+    let refs = labels
+        .iter()
+        .filter(|l| *l == "linux" || *l == "solo")
+        .count();
     md += " |\n|---|";
     md += &"---|".repeat(refs);
     md += &"---|---|".repeat(labels.len() - refs);

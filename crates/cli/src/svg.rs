@@ -51,6 +51,8 @@ pub enum XAxis<'a> {
     /// Sizes in KiB on a log2 scale, ticked at the data's sizes (or at powers of two
     /// when there are many) and labelled in KB or MB.
     Kib,
+    /// Plain numbers on a linear scale, ticked at round values.
+    Linear,
 }
 
 const COLORS: [&str; 8] = [
@@ -215,7 +217,7 @@ pub fn line_chart(
     // where an x value sits on the axis
     let fx = |x: f64| match x_axis {
         XAxis::Kib => x.max(f64::MIN_POSITIVE).log2(),
-        XAxis::Categories(_) => x,
+        XAxis::Categories(_) | XAxis::Linear => x,
     };
     let xs: Vec<f64> = series
         .iter()
@@ -274,6 +276,10 @@ pub fn line_chart(
             }
             data_x.into_iter().map(|x| (x, kib_label(x))).collect()
         }
+        XAxis::Linear => nice_ticks(x0, x1, 6)
+            .into_iter()
+            .map(|x| (x, crate::experiment::plain(x)))
+            .collect(),
     };
     for (x, label) in xticks {
         let px = sx(x);

@@ -1,0 +1,786 @@
+//! The timeslice paper's analysis over a scenario's mixes (`analyses = ["timeslice"]`,
+//! paper 5). What it reports depends on the scenario's variants and records:
+//!
+//! - **Figure 1** (variants `solo` and others, threads labelled `main`): each mix is one
+//!   program; its slowdown under each other variant is `100 · (1 − IPC / IPC solo)`,
+//!   paired by seed.
+//! - **Figures 5–8 and 10** (a variant labelled `cfs` and others): each mix is a set of
+//!   programs; a program's *runtime* for fixed work is the inverse of its instructions
+//!   per ms over the measured window while its mix runs; a variant's *improvement* is
+//!   `100 · (1 − geomean over every program of every mix of runtime(variant) /
+//!   runtime(cfs))`, per seed, then mean and 95% interval over seeds (the spread over
+//!   the programs is shown too, as the paper's error bars are); LLC misses for the same
+//!   work are compared through misses per instruction, in all and per program; the
+//!   fairness is each variant's CPU-share coefficient of variation. Figure 9 is the
+//!   per-program improvement (mean over the mixes a program is in).
+//! - **Slice profiles** (`kernel.slice_profile_ms`): Figure 2 (LLC lines filled while a
+//!   `main` thread was off the CPU, as a share of the LLC), Figure 3 (LLC misses per ms
+//!   in each bin of a slice, averaged over runs, per program), and Figure 11 (the miss
+//!   rate at the fifth bin of a run against its first, α, and the paper's estimate of
+//!   what ideal partitioning would add beyond those slices, `(1 − α) / (1 + 4α)` per
+//!   run, averaged).
+//!
+//! Measures (the `metric` of the scenario's paper values; `variant` the variant, and
+//! `program` a mix label where the measure is per mix): `improvement_pct`,
+//! `llc_miss_change_pct` (misses per instruction of all the programs, against `cfs`),
+//! `llc_miss_geomean_change_pct` (the geometric mean over programs of their own),
+//! `slowdown_pct` (Figure 1, mean over programs), `slowdown_max_pct` (the largest
+//! program's mean), `offcpu_fill_pct` (Figure 2, the median over the `main` thread's
+//! runs of one mix).
+
+use crate::experiment::{over_seeds, plain, Scenario};
+use crate::paper::{agreement, PaperValue};
+use crate::simulate_cmd::write_file;
+use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
+use anyhow::Result;
+use cachesched_core::num::ratio;
+use cachesched_policies::PolicySpec;
+use cachesched_sim::RunResult;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The measures the analysis reports, as a paper value's `metric`.
+pub const MEASURES: &[&str] = &[
+    "improvement_pct",
+    "llc_miss_change_pct",
+    "llc_miss_geomean_change_pct",
+    "slowdown_pct",
+    "slowdown_max_pct",
+    "offcpu_fill_pct",
+];
+
+/// Checks a paper value of a `timeslice` scenario: one of [`MEASURES`], a known
+/// variant (not the baseline for a comparison with it), a value range, and a program
+/// that is a mix label.
+pub fn validate_paper_value(pv: &PaperValue, sc: &Scenario) -> Result<(), String> {
+    let what = &pv.what;
+    if !MEASURES.contains(&pv.metric.as_str()) {
+        return Err(format!(
+            "paper value '{what}': the timeslice analysis's measures are {}",
+            MEASURES.join(", ")
+        ));
+    }
+    if !sc.variants.iter().any(|v| v.label == pv.variant) {
+        return Err(format!(
+            "paper value '{what}': no variant labelled '{}'",
+            pv.variant
+        ));
+    }
+    let compares = pv.metric != "offcpu_fill_pct";
+    if compares && (pv.variant == "cfs" || pv.variant == "solo") {
+        return Err(format!(
+            "paper value '{what}': {} compares a variant with the baseline, so its \
+             variant cannot be the baseline",
+            pv.metric
+        ));
+    }
+    if pv.value.is_none() || pv.change_pct.is_some() || pv.against.is_some() || pv.llc_kb.is_some()
+    {
+        return Err(format!(
+            "paper value '{what}': give `value` (a range) only; change_pct, against and \
+             llc_kb do not apply to a measure over mixes"
+        ));
+    }
+    if let Some(p) = &pv.program {
+        if !sc.mixes.iter().any(|m| &m.label == p) {
+            return Err(format!("paper value '{what}': no mix labelled '{p}'"));
+        }
+    }
+    Ok(())
+}
+
+/// Per mix (in order): its label and, per variant, per seed, the run.
+struct Data<'a> {
+    mixes: Vec<String>,
+    runs: Vec<Vec<BTreeMap<u64, &'a RunResult>>>,
+}
+
+impl<'a> Data<'a> {
+    fn new(sc: &Scenario, done: &'a [crate::cachefair_report::MixRuns]) -> Data<'a> {
+        let nv = sc.variants.len();
+        let mut d = Data {
+            mixes: Vec::new(),
+            runs: Vec::new(),
+        };
+        for (mix, _, jobs, runs) in done {
+            let mut per = vec![BTreeMap::new(); nv];
+            for (j, r) in jobs.iter().zip(runs) {
+                per[j.variant].insert(j.seed, r);
+            }
+            d.mixes.push(mix.clone().unwrap_or_default());
+            d.runs.push(per);
+        }
+        d
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        self.runs
+            .first()
+            .and_then(|m| m.first())
+            .map_or(Vec::new(), |s| s.keys().copied().collect())
+    }
+
+    /// Per seed, `f` over every (mix, thread index) pair of variant `v` against `base`,
+    /// for the pairs where both values are finite.
+    fn pairs(
+        &self,
+        seed: u64,
+        (v, base): (usize, usize),
+        f: &dyn Fn(&cachesched_sim::result::ThreadResult, &RunResult) -> f64,
+    ) -> Vec<(f64, f64)> {
+        let mut out = Vec::new();
+        for m in &self.runs {
+            let (Some(a), Some(b)) = (m[v].get(&seed), m[base].get(&seed)) else {
+                continue;
+            };
+            for (ta, tb) in a.threads.iter().zip(&b.threads) {
+                let (x, y) = (f(ta, a), f(tb, b));
+                if x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0 {
+                    out.push((x, y));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A thread's instructions per ms of the measured window.
+fn rate(t: &cachesched_sim::result::ThreadResult, r: &RunResult) -> f64 {
+    t.counters.instructions as f64 / r.measured_ms.max(1e-9)
+}
+
+/// A thread's LLC misses per instruction.
+fn mpi(t: &cachesched_sim::result::ThreadResult, _r: &RunResult) -> f64 {
+    ratio(t.counters.llc_misses, t.counters.instructions)
+}
+
+fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
+    if n == 0 {
+        f64::NAN
+    } else {
+        (s / n as f64).exp()
+    }
+}
+
+fn show((m, h): (f64, f64), unit: &str) -> String {
+    if !m.is_finite() {
+        "n/a".into()
+    } else if h.is_finite() {
+        format!("{}{unit} ± {}", plain(m), plain(h))
+    } else {
+        format!("{}{unit}", plain(m))
+    }
+}
+
+/// The slice length of a variant's timeslice policy, ms (0 for the baseline; `None`
+/// for anything else).
+fn slice_of(sc: &Scenario, v: usize) -> Option<f64> {
+    let var = &sc.variants[v];
+    if var.label == "cfs" {
+        return Some(0.0);
+    }
+    var.policies.iter().find_map(|p| match p {
+        PolicySpec::Timeslice(c) if c.mode == cachesched_policies::timeslice::Mode::Static => {
+            Some(c.slice_ms)
+        }
+        _ => None,
+    })
+}
+
+/// The analysis section; plots are written to `out`.
+pub fn analysis(
+    sc: &Scenario,
+    done: &[crate::cachefair_report::MixRuns],
+    out: &Path,
+) -> Result<String> {
+    let data = Data::new(sc, done);
+    let at = |l: &str| sc.variants.iter().position(|v| v.label == l);
+    let mut md = String::new();
+    let mut measured: BTreeMap<(String, String, Option<String>), (f64, f64)> = BTreeMap::new();
+    if let Some(solo) = at("solo") {
+        md += &slowdowns(sc, &data, solo, &mut measured, out)?;
+    }
+    if let Some(cfs) = at("cfs") {
+        if sc.variants.len() > 1 {
+            md += &improvements(sc, &data, cfs, &mut measured, out)?;
+        }
+    }
+    md += &profiles(sc, &data, &mut measured, out)?;
+    md += &paper_table(sc, &measured);
+    Ok(md)
+}
+
+/// Figure 1: per program (mix) the `main` threads' IPC slowdown under each variant
+/// against `solo`.
+fn slowdowns(
+    sc: &Scenario,
+    data: &Data<'_>,
+    solo: usize,
+    measured: &mut BTreeMap<(String, String, Option<String>), (f64, f64)>,
+    out: &Path,
+) -> Result<String> {
+    let ipc = |r: &RunResult| {
+        let (i, c) = r
+            .threads
+            .iter()
+            .filter(|t| t.name == "main")
+            .fold((0u64, 0u64), |(i, c), t| {
+                (i + t.counters.instructions, c + t.counters.cycles)
+            });
+        ratio(i, c)
+    };
+    let others: Vec<usize> = (0..sc.variants.len()).filter(|&v| v != solo).collect();
+    let mut md = String::from(
+        "**Slowdown against running alone** (Figure 1): the program's IPC, `100 · (1 − IPC / \
+         IPC alone)` paired by seed; means over seeds ± 95% half-width.\n\n| program | IPC alone |",
+    );
+    for &v in &others {
+        let _ = write!(md, " slowdown: {} |", sc.variants[v].label);
+    }
+    md += "\n|---|---|";
+    md += &"---|".repeat(others.len());
+    md += "\n";
+    // per variant, per seed, per program
+    let mut per: Vec<BTreeMap<u64, Vec<f64>>> = vec![BTreeMap::new(); sc.variants.len()];
+    let mut series: Vec<Series> = Vec::new();
+    let mut means: Vec<Vec<(f64, (f64, f64))>> = vec![Vec::new(); sc.variants.len()];
+    for (p, m) in data.mixes.iter().enumerate() {
+        let base: Vec<f64> = data.runs[p][solo].values().map(|r| ipc(r)).collect();
+        let _ = write!(md, "| {m} | {} |", show(over_seeds(&base), ""));
+        for &v in &others {
+            let xs: Vec<f64> = data.runs[p][v]
+                .iter()
+                .filter_map(|(s, r)| {
+                    let b = ipc(data.runs[p][solo].get(s)?);
+                    let x = 100.0 * (1.0 - ipc(r) / b);
+                    per[v].entry(*s).or_default().push(x);
+                    x.is_finite().then_some(x)
+                })
+                .collect();
+            let st = over_seeds(&xs);
+            means[v].push((p as f64, st));
+            let _ = write!(md, " {} |", show(st, "%"));
+        }
+        md += "\n";
+    }
+    let _ = write!(md, "| mean | |");
+    for &v in &others {
+        let xs: Vec<f64> = per[v]
+            .values()
+            .map(|x| x.iter().sum::<f64>() / x.len().max(1) as f64)
+            .collect();
+        let st = over_seeds(&xs);
+        let worst = means[v]
+            .iter()
+            .map(|&(_, (m, _))| m)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let label = sc.variants[v].label.clone();
+        measured.insert(("slowdown_pct".into(), label.clone(), None), st);
+        measured.insert(
+            ("slowdown_max_pct".into(), label.clone(), None),
+            (worst, f64::NAN),
+        );
+        let _ = write!(md, " {} (largest {}) |", show(st, "%"), plain(worst));
+        series.push(Series::with_intervals(label, &means[v]));
+    }
+    md += "\n\nA program slowed by at least 3% by the microkernel on its core counts as \
+           memory-intensive (§4.1).\n\n";
+    let marks = Marks {
+        label: "paper: average 8%".into(),
+        points: (0..data.mixes.len()).map(|i| (i, 8.0, 8.0)).collect(),
+    };
+    write_file(
+        &out.join("fig1-slowdown.svg"),
+        &bar_chart(
+            &format!("{}: slowdown against running alone", sc.name),
+            "program",
+            "IPC slowdown (%)",
+            &data.mixes,
+            &series,
+            Some(&marks),
+        ),
+    )?;
+    md += "Plot: `fig1-slowdown.svg`.\n\n";
+    Ok(md)
+}
+
+/// Figures 5–10: every variant's runtime improvement, LLC misses and fairness against
+/// `cfs`, and the per-program improvement of the variant with the 45 ms slices (or the
+/// longest).
+fn improvements(
+    sc: &Scenario,
+    data: &Data<'_>,
+    cfs: usize,
+    measured: &mut BTreeMap<(String, String, Option<String>), (f64, f64)>,
+    out: &Path,
+) -> Result<String> {
+    let seeds = data.seeds();
+    let mut md = String::from(
+        "**Runtime improvement against CFS** (Figures 5–8, 10): per seed, `100 · (1 − \
+         geomean over the programs of runtime / runtime under cfs)` (runtime: the inverse \
+         of a program's instructions per ms while its mix runs); spread: the standard \
+         deviation of the per-program improvements (the paper's error bars); LLC misses for \
+         the same work (misses per instruction) in all and per program (geometric mean); \
+         CPU-share CV: the spread of the threads' shares of CPU time. Means over seeds ± \
+         95% half-width.\n\n| variant | slice (ms) | improvement | spread over programs | \
+         LLC misses, all | LLC misses, per program | CPU-share CV | context switches per \
+         run |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut bars: Vec<(String, (f64, f64))> = Vec::new();
+    for v in 0..sc.variants.len() {
+        let label = sc.variants[v].label.clone();
+        let cv: Vec<f64> = data
+            .runs
+            .iter()
+            .flat_map(|m| m[v].values().map(|r| r.cpu_share_cv))
+            .collect();
+        let cs: Vec<f64> = data
+            .runs
+            .iter()
+            .flat_map(|m| m[v].values().map(|r| r.kernel.context_switches as f64))
+            .collect();
+        if v == cfs {
+            let _ = writeln!(
+                md,
+                "| {label} | CFS's own | – | – | – | – | {} | {} |",
+                show(over_seeds(&cv), ""),
+                show(over_seeds(&cs), "")
+            );
+            continue;
+        }
+        let mut imp = Vec::new();
+        let mut spread = Vec::new();
+        let mut all = Vec::new();
+        let mut per = Vec::new();
+        for &s in &seeds {
+            let r = data.pairs(s, (v, cfs), &rate);
+            if r.is_empty() {
+                continue;
+            }
+            // runtime ratio = rate(cfs) / rate(v)
+            let ratios: Vec<f64> = r.iter().map(|(x, y)| y / x).collect();
+            imp.push(100.0 * (1.0 - geomean(ratios.iter().copied())));
+            let each: Vec<f64> = ratios.iter().map(|q| 100.0 * (1.0 - q)).collect();
+            let mean = each.iter().sum::<f64>() / each.len() as f64;
+            spread.push(
+                (each.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
+                    / (each.len().max(2) - 1) as f64)
+                    .sqrt(),
+            );
+            // misses for the same work: totals over programs, and per program
+            let m = data.pairs(s, (v, cfs), &mpi);
+            let (mut mv, mut mb, mut iv, mut ib) = (0.0, 0.0, 0.0, 0.0);
+            for mix in &data.runs {
+                let (Some(a), Some(b)) = (mix[v].get(&s), mix[cfs].get(&s)) else {
+                    continue;
+                };
+                mv += a.totals.llc_misses as f64;
+                iv += a.totals.instructions as f64;
+                mb += b.totals.llc_misses as f64;
+                ib += b.totals.instructions as f64;
+            }
+            all.push(100.0 * ((mv / iv) / (mb / ib) - 1.0));
+            per.push(100.0 * (geomean(m.iter().map(|(x, y)| x / y)) - 1.0));
+        }
+        let (imp, spread, all, per) = (
+            over_seeds(&imp),
+            over_seeds(&spread),
+            over_seeds(&all),
+            over_seeds(&per),
+        );
+        measured.insert(("improvement_pct".into(), label.clone(), None), imp);
+        measured.insert(("llc_miss_change_pct".into(), label.clone(), None), all);
+        measured.insert(
+            ("llc_miss_geomean_change_pct".into(), label.clone(), None),
+            per,
+        );
+        let slice = slice_of(sc, v).map_or("–".to_string(), plain);
+        let _ = writeln!(
+            md,
+            "| {label} | {slice} | {} | {} | {} | {} | {} | {} |",
+            show(imp, "%"),
+            show(spread, " pp"),
+            show(all, "%"),
+            show(per, "%"),
+            show(over_seeds(&cv), ""),
+            show(over_seeds(&cs), "")
+        );
+        bars.push((label, imp));
+    }
+    md += "\n";
+    // the improvement per variant, with the paper's values
+    let cats: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let series = vec![Series::with_intervals(
+        "measured".into(),
+        &bars
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (i as f64, b.1))
+            .collect::<Vec<_>>(),
+    )];
+    let marks = Marks {
+        label: "paper".into(),
+        points: sc
+            .paper
+            .iter()
+            .filter(|pv| pv.metric == "improvement_pct" && pv.program.is_none())
+            .filter_map(|pv| {
+                let i = cats.iter().position(|c| *c == pv.variant)?;
+                let r = pv.range();
+                Some((i, r[0], r[1]))
+            })
+            .collect(),
+    };
+    write_file(
+        &out.join("improvement.svg"),
+        &bar_chart(
+            &format!("{}: runtime improvement against CFS", sc.name),
+            "variant",
+            "runtime improvement, geometric mean (%)",
+            &cats,
+            &series,
+            (!marks.points.is_empty()).then_some(&marks),
+        ),
+    )?;
+    // Figure 9: per program, at 45 ms (else the longest static slice)
+    let detail = (0..sc.variants.len())
+        .filter(|&v| v != cfs)
+        .filter_map(|v| slice_of(sc, v).map(|s| (v, s)))
+        .min_by(|a, b| (a.1 - 45.0).abs().total_cmp(&(b.1 - 45.0).abs()));
+    if let Some((v, s)) = detail {
+        let mut by_prog: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for mix in &data.runs {
+            for (seed, a) in &mix[v] {
+                let Some(b) = mix[cfs].get(seed) else {
+                    continue;
+                };
+                for (ta, tb) in a.threads.iter().zip(&b.threads) {
+                    let (x, y) = (rate(ta, a), rate(tb, b));
+                    if x > 0.0 && y > 0.0 {
+                        by_prog
+                            .entry(ta.name.clone())
+                            .or_default()
+                            .push(100.0 * (1.0 - y / x));
+                    }
+                }
+            }
+        }
+        let _ = write!(
+            md,
+            "**Per program at {} ms** (Figure 9): runtime improvement against CFS, mean \
+             over every mix and seed the program ran in ± 95% half-width.\n\n| program | \
+             improvement | runs |\n|---|---|---|\n",
+            plain(s)
+        );
+        let mut pts = Vec::new();
+        let mut cats = Vec::new();
+        for (i, (p, xs)) in by_prog.iter().enumerate() {
+            let st = over_seeds(xs);
+            let _ = writeln!(md, "| {p} | {} | {} |", show(st, "%"), xs.len());
+            pts.push((i as f64, st));
+            cats.push(p.clone());
+        }
+        write_file(
+            &out.join("fig9-per-program.svg"),
+            &bar_chart(
+                &format!("{}: per-program improvement at {} ms", sc.name, plain(s)),
+                "program",
+                "runtime improvement against CFS (%)",
+                &cats,
+                &[Series::with_intervals(sc.variants[v].label.clone(), &pts)],
+                None,
+            ),
+        )?;
+        md += "\n";
+    }
+    md += "Plots: `improvement.svg`, `fig9-per-program.svg`.\n\n";
+    Ok(md)
+}
+
+/// Figures 2, 3 and 11 from the runs' slice profiles.
+fn profiles(
+    sc: &Scenario,
+    data: &Data<'_>,
+    measured: &mut BTreeMap<(String, String, Option<String>), (f64, f64)>,
+    out: &Path,
+) -> Result<String> {
+    let any = data.runs.iter().any(|m| {
+        m.iter().any(|v| {
+            v.values()
+                .any(|r| r.threads.iter().any(|t| !t.slice_profile.is_empty()))
+        })
+    });
+    if !any {
+        return Ok(String::new());
+    }
+    let bin_ms = sc.kernel.slice_profile_ms.unwrap_or(1.0);
+    let mut md = String::new();
+    // Figure 2: the main thread's off-CPU fills, per mix and variant
+    let has_main = data.runs.iter().any(|m| {
+        m.iter().any(|v| {
+            v.values()
+                .any(|r| r.threads.iter().any(|t| t.name == "main"))
+        })
+    });
+    if has_main {
+        md += "**LLC lines filled while the program is off the CPU** (Figure 2): per run of \
+               the `main` thread after its first, the LLC's fills since it was switched out, \
+               as a share of the LLC's lines (over 100%: more fills than lines), and the \
+               share of its own lines that were gone when it came back; over every run of \
+               every seed.\n\n| mix | variant | runs | median fills | mean fills | 90th \
+               percentile | own lines lost (mean) |\n|---|---|---|---|---|---|---|\n";
+        for (p, m) in data.mixes.iter().enumerate() {
+            for (v, runs) in data.runs[p].iter().enumerate() {
+                let mut fills = Vec::new();
+                let mut lost = Vec::new();
+                for r in runs.values() {
+                    for t in r.threads.iter().filter(|t| t.name == "main") {
+                        for run in &t.slice_profile {
+                            if let Some(o) = run.off_cpu {
+                                fills.push(100.0 * o.fills as f64 / o.llc_lines.max(1) as f64);
+                                if o.own_lines_left > 0 {
+                                    lost.push(
+                                        100.0
+                                            * (1.0
+                                                - o.own_lines_back as f64
+                                                    / o.own_lines_left as f64),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                if fills.is_empty() {
+                    continue;
+                }
+                fills.sort_by(f64::total_cmp);
+                let q = |f: f64| fills[((fills.len() - 1) as f64 * f).round() as usize];
+                let median = q(0.5);
+                measured.insert(
+                    (
+                        "offcpu_fill_pct".into(),
+                        sc.variants[v].label.clone(),
+                        Some(m.clone()),
+                    ),
+                    (median, f64::NAN),
+                );
+                let _ = writeln!(
+                    md,
+                    "| {m} | {} | {} | {}% | {}% | {}% | {}% |",
+                    sc.variants[v].label,
+                    fills.len(),
+                    plain(median),
+                    plain(fills.iter().sum::<f64>() / fills.len() as f64),
+                    plain(q(0.9)),
+                    plain(lost.iter().sum::<f64>() / lost.len().max(1) as f64)
+                );
+            }
+        }
+        md += "\n";
+    }
+    // Figure 3: misses per ms per bin, per program, in the variant with the longest
+    // static slices
+    let longest = (0..sc.variants.len())
+        .filter_map(|v| slice_of(sc, v).map(|s| (v, s)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((v, s)) = longest.filter(|&(_, s)| s > 0.0) {
+        let mut curves: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
+        let mut alphas: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for mix in &data.runs {
+            for r in mix[v].values() {
+                for t in &r.threads {
+                    for run in &t.slice_profile {
+                        // full bins only (the last is partial)
+                        let full = run.llc_misses.len().saturating_sub(1);
+                        let c = curves.entry(t.name.clone()).or_default();
+                        for (i, &x) in run.llc_misses[..full].iter().enumerate() {
+                            if c.len() <= i {
+                                c.push(Vec::new());
+                            }
+                            c[i].push(x as f64 / bin_ms);
+                        }
+                        if full >= 5 && run.llc_misses[0] > 0 {
+                            let a = (run.llc_misses[4] as f64 / run.llc_misses[0] as f64)
+                                .clamp(0.0, 1.0);
+                            alphas.entry(t.name.clone()).or_default().push(a);
+                        }
+                    }
+                }
+            }
+        }
+        let _ = write!(
+            md,
+            "**LLC misses per ms inside a {} ms slice** (Figure 3), in {} ms bins from the \
+             slice's start, mean over every run of every seed of `{}`:\n\n| program | runs |",
+            plain(s),
+            plain(bin_ms),
+            sc.variants[v].label
+        );
+        let nb = curves.values().map(Vec::len).max().unwrap_or(0).min(12);
+        for i in 0..nb {
+            let _ = write!(
+                md,
+                " {}–{} ms |",
+                plain(i as f64 * bin_ms),
+                plain((i + 1) as f64 * bin_ms)
+            );
+        }
+        md += "\n|---|---|";
+        md += &"---|".repeat(nb);
+        md += "\n";
+        let mut series = Vec::new();
+        for (p, c) in &curves {
+            let runs = c.first().map_or(0, Vec::len);
+            let _ = write!(md, "| {p} | {runs} |");
+            let mut pts = Vec::new();
+            for (i, bin) in c.iter().take(nb).enumerate() {
+                let mean = bin.iter().sum::<f64>() / bin.len().max(1) as f64;
+                let _ = write!(md, " {} |", plain(mean));
+                pts.push(((i as f64 + 1.0) * bin_ms, mean));
+            }
+            md += "\n";
+            series.push(Series {
+                label: p.clone(),
+                points: pts,
+                errors: Vec::new(),
+            });
+        }
+        write_file(
+            &out.join("fig3-misses-in-slice.svg"),
+            &line_chart(
+                &format!(
+                    "{}: LLC misses per ms inside a {} ms slice",
+                    sc.name,
+                    plain(s)
+                ),
+                "time from the slice's start, end of bin (ms)",
+                "LLC misses per ms",
+                &series,
+                XAxis::Categories(
+                    &(0..nb)
+                        .map(|i| plain((i as f64 + 1.0) * bin_ms))
+                        .collect::<Vec<_>>(),
+                ),
+                None,
+            ),
+        )?;
+        // Figure 11: α and the estimate
+        if !alphas.is_empty() && nb >= 5 {
+            let _ = write!(
+                md,
+                "\n**Ideal partitioning beyond {} ms slices** (Figure 11): per run, α = the \
+                 misses of its fifth {} ms bin over its first; the paper's estimate of the \
+                 misses ideal partitioning would avoid beyond the slices, `(1 − α) / (1 + \
+                 4α)`, averaged over runs.\n\n| program | runs | α: 25th | median | 75th | \
+                 estimated misses avoided |\n|---|---|---|---|---|---|\n",
+                plain(s),
+                plain(bin_ms)
+            );
+            let mut cdf = Vec::new();
+            for (p, a) in &mut alphas {
+                a.sort_by(f64::total_cmp);
+                let q = |f: f64| a[((a.len() - 1) as f64 * f).round() as usize];
+                let gain: f64 =
+                    a.iter().map(|x| (1.0 - x) / (1.0 + 4.0 * x)).sum::<f64>() / a.len() as f64;
+                let _ = writeln!(
+                    md,
+                    "| {p} | {} | {} | {} | {} | {}% |",
+                    a.len(),
+                    plain(q(0.25)),
+                    plain(q(0.5)),
+                    plain(q(0.75)),
+                    plain(100.0 * gain)
+                );
+                cdf.push(Series {
+                    label: p.clone(),
+                    points: a
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &x)| (x, (i + 1) as f64 / a.len() as f64))
+                        .collect(),
+                    errors: Vec::new(),
+                });
+            }
+            write_file(
+                &out.join("fig11-alpha-cdf.svg"),
+                &line_chart(
+                    &format!("{}: miss-rate drop within a slice (CDF of α)", sc.name),
+                    "α: misses in the fifth bin / misses in the first",
+                    "fraction of slices",
+                    &cdf,
+                    XAxis::Linear,
+                    None,
+                ),
+            )?;
+            md += "\nPlots: `fig3-misses-in-slice.svg`, `fig11-alpha-cdf.svg`.\n\n";
+        } else {
+            md += "\nPlot: `fig3-misses-in-slice.svg`.\n\n";
+        }
+    }
+    Ok(md)
+}
+
+/// The paper's values against the measured.
+fn paper_table(
+    sc: &Scenario,
+    measured: &BTreeMap<(String, String, Option<String>), (f64, f64)>,
+) -> String {
+    if sc.paper.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from(
+        "| paper | source | variant | mix | paper value | measured (mean ± 95% CI) | measured \
+         against the paper |\n|---|---|---|---|---|---|---|\n",
+    );
+    for pv in &sc.paper {
+        let m = measured
+            .get(&(pv.metric.clone(), pv.variant.clone(), pv.program.clone()))
+            .copied()
+            .unwrap_or((f64::NAN, f64::NAN));
+        let r = pv.range();
+        let v = if r[0] == r[1] {
+            format!("{}%", plain(r[0]))
+        } else {
+            format!("{}% to {}%", plain(r[0]), plain(r[1]))
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {v} | {} | {} |",
+            pv.what,
+            pv.source,
+            pv.variant,
+            pv.program.as_deref().unwrap_or("all"),
+            show(m, "%"),
+            agreement(r, m)
+        );
+    }
+    md + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geomean_of_ratios() {
+        assert!((geomean([2.0, 8.0].into_iter()) - 4.0).abs() < 1e-12);
+        assert!(geomean(std::iter::empty()).is_nan());
+    }
+
+    #[test]
+    fn shipped_paper_values_validate() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/timeslice");
+        for f in ["fig1-slowdown.toml", "fig2-offcpu.toml", "fig5-2c16m.toml"] {
+            let sc = crate::experiment::parse(&dir.join(f)).unwrap();
+            for pv in &sc.paper {
+                validate_paper_value(pv, &sc).unwrap();
+            }
+            let mut bad = sc.paper[0].clone();
+            bad.metric = "ips".into();
+            assert!(validate_paper_value(&bad, &sc).is_err());
+        }
+    }
+}
