@@ -12,7 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Most runs recorded per thread; later ones are counted in [`SliceProfiler::dropped`].
+/// Most runs recorded per thread; later ones are counted in the run's kernel statistics
+/// (`slice_profile_dropped`).
 pub const MAX_RUNS_PER_THREAD: usize = 2000;
 
 /// What the LLC did while a thread was off the CPU, before one of its runs.
