@@ -22,7 +22,7 @@
 //!   window (IPC times the CPU time they got), which a policy can change by moving CPU
 //!   time as well as by keeping caches warm.
 
-use crate::experiment::{over_seeds, plain, Scenario};
+use crate::experiment::{over_seeds, plain, show, Scenario};
 use crate::paper::{agreement, PaperValue};
 use crate::simulate_cmd::write_file;
 use crate::svg::{bar_chart, Marks, Series};
@@ -215,17 +215,6 @@ impl Data {
     /// A field of variant `v` in mix `p` over seeds.
     fn abs(&self, p: usize, v: usize, f: impl Fn(&Main) -> f64) -> (f64, f64) {
         over_seeds(&self.runs[p][v].values().map(f).collect::<Vec<f64>>())
-    }
-}
-
-fn show((m, h): (f64, f64), unit: &str) -> String {
-    if !m.is_finite() {
-        return "n/a".into();
-    }
-    if h.is_finite() {
-        format!("{}{unit} ± {}", plain(m), plain(h))
-    } else {
-        format!("{}{unit}", plain(m))
     }
 }
 

@@ -20,7 +20,7 @@
 //! each principal against the principal's miss rate with the cache equally
 //! partitioned.
 
-use crate::experiment::{over_seeds, plain, Job, Scenario};
+use crate::experiment::{over_seeds, plain, show, Job, Scenario};
 use crate::paper::{agreement, PaperValue};
 use crate::simulate_cmd::write_file;
 use crate::svg::{bar_chart, Marks, Series};
@@ -159,17 +159,6 @@ impl Program {
 /// Mean and interval of a seed map's values.
 fn stats(m: &BTreeMap<u64, f64>) -> (f64, f64) {
     over_seeds(&m.values().copied().collect::<Vec<f64>>())
-}
-
-fn show((m, h): (f64, f64), unit: &str) -> String {
-    if !m.is_finite() {
-        return "n/a".into();
-    }
-    if h.is_finite() {
-        format!("{}{unit} ± {}", plain(m), plain(h))
-    } else {
-        format!("{}{unit}", plain(m))
-    }
 }
 
 /// The analysis section: variability table and plots (written to `out`), best-effort

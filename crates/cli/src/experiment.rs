@@ -413,6 +413,18 @@ pub fn over_seeds(v: &[f64]) -> (f64, f64) {
     (m, h)
 }
 
+/// A mean and its 95% half-width over seeds as tables show them: `MEAN UNIT ± HALF`,
+/// the mean alone when there is no interval, `n/a` when there is no mean.
+pub fn show((m, h): (f64, f64), unit: &str) -> String {
+    if !m.is_finite() {
+        "n/a".into()
+    } else if h.is_finite() {
+        format!("{}{unit} ± {}", plain(m), plain(h))
+    } else {
+        format!("{}{unit}", plain(m))
+    }
+}
+
 /// What a paired change of a metric means: an improvement or a regression only when
 /// its 95% interval excludes zero.
 pub fn verdict(m: &str, (mean, half): (f64, f64)) -> &'static str {

@@ -21,7 +21,7 @@
 //! current run (whose `cachesched run` restores what it changed); the runs finished so
 //! far stay in `runs.jsonl`.
 
-use crate::experiment::{over_seeds, plain};
+use crate::experiment::{over_seeds, plain, show};
 use crate::simulate_cmd::{interrupt_flag, write_file};
 use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
@@ -324,6 +324,14 @@ fn run_all(
     Ok(Some(records))
 }
 
+/// The working-set sizes the records cover, in order.
+fn sizes_of(records: &[Record]) -> Vec<u64> {
+    let mut s: Vec<u64> = records.iter().map(|r| r.kb).collect();
+    s.sort();
+    s.dedup();
+    s
+}
+
 /// The records of a previous run in `out`.
 fn load_runs(out: &Path) -> Result<Vec<Record>> {
     let path = out.join("runs.jsonl");
@@ -368,16 +376,6 @@ fn paired(
         .filter_map(|(r, x)| b.get(r).map(|b| 100.0 * (x / b - 1.0)))
         .collect();
     over_seeds(&v)
-}
-
-fn show((m, h): (f64, f64), unit: &str) -> String {
-    if !m.is_finite() {
-        "n/a".into()
-    } else if h.is_finite() {
-        format!("{}{unit} ± {}", plain(m), plain(h))
-    } else {
-        format!("{}{unit}", plain(m))
-    }
 }
 
 /// The host as a line: CPU model and cache sizes from sysfs.
@@ -522,12 +520,7 @@ fn affinity(a: AffinityArgs) -> Result<i32> {
             None => return Ok(130),
         }
     };
-    let sizes: Vec<u64> = {
-        let mut s: Vec<u64> = records.iter().map(|r| r.kb).collect();
-        s.sort();
-        s.dedup();
-        s
-    };
+    let sizes = sizes_of(&records);
     let nthreads = records.first().map_or(0, |r| r.threads.len());
     let rate = table(&records, &|t| t.iter().map(|x| x.steps_per_s).sum::<f64>());
     let migr = table(&records, &|t| {
@@ -725,12 +718,7 @@ fn timeslice(a: TimesliceArgs) -> Result<i32> {
             None => return Ok(130),
         }
     };
-    let sizes: Vec<u64> = {
-        let mut s: Vec<u64> = records.iter().map(|r| r.kb).collect();
-        s.sort();
-        s.dedup();
-        s
-    };
+    let sizes = sizes_of(&records);
     let mut labels: Vec<String> = Vec::new();
     for r in &records {
         if !labels.contains(&r.condition) {

@@ -28,7 +28,7 @@
 //! program's mean), `offcpu_fill_pct` (Figure 2, the median over the `main` thread's
 //! runs of one mix).
 
-use crate::experiment::{over_seeds, plain, Scenario};
+use crate::experiment::{over_seeds, plain, show, Scenario};
 use crate::paper::{agreement, PaperValue};
 use crate::simulate_cmd::write_file;
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
@@ -161,16 +161,6 @@ fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
         f64::NAN
     } else {
         (s / n as f64).exp()
-    }
-}
-
-fn show((m, h): (f64, f64), unit: &str) -> String {
-    if !m.is_finite() {
-        "n/a".into()
-    } else if h.is_finite() {
-        format!("{}{unit} ± {}", plain(m), plain(h))
-    } else {
-        format!("{}{unit}", plain(m))
     }
 }
 
