@@ -28,7 +28,6 @@ use crate::simulate_cmd::write_file;
 use crate::svg::{bar_chart, Marks, Series};
 use anyhow::{bail, Result};
 use cachesched_core::num::ratio;
-use cachesched_core::Counters;
 use cachesched_sim::RunResult;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -51,32 +50,21 @@ pub const MAIN: &str = "main";
 /// known variants (`variant` the low side, `against` the high side), a value range,
 /// and a program that has a mix.
 pub fn validate_paper_value(pv: &PaperValue, sc: &Scenario) -> Result<(), String> {
+    pv.check_over_mixes(sc, "affinity", MEASURES, true)?;
     let what = &pv.what;
-    if !MEASURES.contains(&pv.metric.as_str()) {
-        return Err(format!(
-            "paper value '{what}': the affinity analysis's measures are {}",
-            MEASURES.join(", ")
-        ));
-    }
     let Some(against) = &pv.against else {
         return Err(format!(
             "paper value '{what}': give `against`, the high-affinity variant"
         ));
     };
-    for v in [&pv.variant, against] {
-        if !sc.variants.iter().any(|x| &x.label == v) {
-            return Err(format!("paper value '{what}': no variant labelled '{v}'"));
-        }
+    if !sc.variants.iter().any(|x| &x.label == against) {
+        return Err(format!(
+            "paper value '{what}': no variant labelled '{against}'"
+        ));
     }
     if &pv.variant == against {
         return Err(format!(
             "paper value '{what}': `variant` and `against` are the same"
-        ));
-    }
-    if pv.value.is_none() || pv.change_pct.is_some() || pv.llc_kb.is_some() {
-        return Err(format!(
-            "paper value '{what}': give `value` (a range) only; change_pct and llc_kb do \
-             not apply to a measure over mixes"
         ));
     }
     if let Some(p) = &pv.program {
@@ -136,13 +124,7 @@ struct Main {
 
 impl Main {
     fn of(r: &RunResult) -> Option<Main> {
-        let mut c = Counters::default();
-        let mut any = false;
-        for t in r.threads.iter().filter(|t| t.name == MAIN) {
-            c.accumulate(&t.counters);
-            any = true;
-        }
-        any.then(|| Main {
+        r.counters_of(MAIN).map(|c| Main {
             ipc: c.ipc(),
             l1d_mpi: ratio(c.l1d_misses, c.instructions),
             l1i_mpi: ratio(c.l1i_misses, c.instructions),

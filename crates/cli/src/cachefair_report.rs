@@ -47,32 +47,14 @@ pub type MixRuns = (Option<String>, Scenario, Vec<Job>, Vec<RunResult>);
 /// known variant other than the baseline where the measure compares with it, a program
 /// that has mixes, a value (not a change).
 pub fn validate_paper_value(pv: &PaperValue, sc: &Scenario) -> Result<(), String> {
+    pv.check_over_mixes(sc, "cache-fair", MEASURES, false)?;
     let what = &pv.what;
-    if !MEASURES.contains(&pv.metric.as_str()) {
-        return Err(format!(
-            "paper value '{what}': in a scenario of several mixes the metric is one of the \
-             analysis's measures: {}",
-            MEASURES.join(", ")
-        ));
-    }
-    let Some(vi) = sc.variants.iter().position(|v| v.label == pv.variant) else {
-        return Err(format!(
-            "paper value '{what}': no variant labelled '{}'",
-            pv.variant
-        ));
-    };
-    if vi == 0 && pv.metric != "variability_pct" {
+    let first = sc.variants.first().map(|v| v.label.as_str());
+    if first == Some(pv.variant.as_str()) && pv.metric != "variability_pct" {
         return Err(format!(
             "paper value '{what}': {} compares a variant with the baseline (the first \
              variant), so its variant cannot be the baseline",
             pv.metric
-        ));
-    }
-    if pv.value.is_none() || pv.change_pct.is_some() || pv.against.is_some() || pv.llc_kb.is_some()
-    {
-        return Err(format!(
-            "paper value '{what}': give `value` (a range) only; change_pct, against and \
-             llc_kb do not apply to a measure over mixes"
         ));
     }
     if let Some(p) = &pv.program {

@@ -44,6 +44,44 @@ pub struct PaperValue {
     pub program: Option<String>,
 }
 
+impl PaperValue {
+    /// The checks every analysis over mixes makes of its paper values: the metric is
+    /// one of `measures` (the measures of the analysis named `analysis`), the variant
+    /// exists, and the value is a `value` range with no `change_pct` or `llc_kb` (nor
+    /// `against`, unless `with_against`), which apply to single runs' metrics only.
+    pub fn check_over_mixes(
+        &self,
+        sc: &Scenario,
+        analysis: &str,
+        measures: &[&str],
+        with_against: bool,
+    ) -> Result<(), String> {
+        let what = &self.what;
+        if !measures.contains(&self.metric.as_str()) {
+            return Err(format!(
+                "paper value '{what}': in a scenario of several mixes the metric is one of \
+                 the {analysis} analysis's measures: {}",
+                measures.join(", ")
+            ));
+        }
+        if !sc.variants.iter().any(|v| v.label == self.variant) {
+            return Err(format!(
+                "paper value '{what}': no variant labelled '{}'",
+                self.variant
+            ));
+        }
+        let against = self.against.is_some() && !with_against;
+        if self.value.is_none() || self.change_pct.is_some() || against || self.llc_kb.is_some() {
+            let extra = if with_against { "" } else { ", against" };
+            return Err(format!(
+                "paper value '{what}': give `value` (a range) only; change_pct{extra} and \
+                 llc_kb do not apply to a measure over mixes"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// How a measured mean and interval stand against a published range.
 pub fn agreement(range: [f64; 2], (mean, half): (f64, f64)) -> &'static str {
     let (lo, hi) = (range[0].min(range[1]), range[0].max(range[1]));

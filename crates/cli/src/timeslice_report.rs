@@ -54,32 +54,14 @@ pub const MEASURES: &[&str] = &[
 /// variant (not the baseline for a comparison with it), a value range, and a program
 /// that is a mix label.
 pub fn validate_paper_value(pv: &PaperValue, sc: &Scenario) -> Result<(), String> {
+    pv.check_over_mixes(sc, "timeslice", MEASURES, false)?;
     let what = &pv.what;
-    if !MEASURES.contains(&pv.metric.as_str()) {
-        return Err(format!(
-            "paper value '{what}': the timeslice analysis's measures are {}",
-            MEASURES.join(", ")
-        ));
-    }
-    if !sc.variants.iter().any(|v| v.label == pv.variant) {
-        return Err(format!(
-            "paper value '{what}': no variant labelled '{}'",
-            pv.variant
-        ));
-    }
     let compares = pv.metric != "offcpu_fill_pct";
     if compares && (pv.variant == "cfs" || pv.variant == "solo") {
         return Err(format!(
             "paper value '{what}': {} compares a variant with the baseline, so its \
              variant cannot be the baseline",
             pv.metric
-        ));
-    }
-    if pv.value.is_none() || pv.change_pct.is_some() || pv.against.is_some() || pv.llc_kb.is_some()
-    {
-        return Err(format!(
-            "paper value '{what}': give `value` (a range) only; change_pct, against and \
-             llc_kb do not apply to a measure over mixes"
         ));
     }
     if let Some(p) = &pv.program {
@@ -211,16 +193,7 @@ fn slowdowns(
     measured: &mut BTreeMap<(String, String, Option<String>), (f64, f64)>,
     out: &Path,
 ) -> Result<String> {
-    let ipc = |r: &RunResult| {
-        let (i, c) = r
-            .threads
-            .iter()
-            .filter(|t| t.name == "main")
-            .fold((0u64, 0u64), |(i, c), t| {
-                (i + t.counters.instructions, c + t.counters.cycles)
-            });
-        ratio(i, c)
-    };
+    let ipc = |r: &RunResult| r.counters_of("main").unwrap_or_default().ipc();
     let others: Vec<usize> = (0..sc.variants.len()).filter(|&v| v != solo).collect();
     let mut md = String::from(
         "**Slowdown against running alone** (Figure 1): the program's IPC, `100 · (1 − IPC / \

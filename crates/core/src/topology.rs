@@ -316,6 +316,15 @@ impl Topology {
         Cpumask::from_cpus(self.cpus.iter().filter(|c| c.core == core).map(|c| c.id))
     }
 
+    /// The CPU sets of each core, in core order (one set per core: its SMT contexts).
+    pub fn core_domains(&self) -> Vec<Cpumask> {
+        let mut cores: std::collections::BTreeMap<u32, Cpumask> = Default::default();
+        for c in &self.cpus {
+            cores.entry(c.core).or_default().set(c.id);
+        }
+        cores.into_values().collect()
+    }
+
     /// Index (into `caches`) of the last-level cache, the outermost level holding data.
     pub fn llc(&self) -> Option<usize> {
         self.caches

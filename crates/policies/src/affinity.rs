@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Home {
-    /// The CPUs sharing one last-level-cache instance.
+    /// The CPUs sharing one last-level-cache instance (one chip where the topology names
+    /// no caches).
     #[default]
     Llc,
     /// The hardware contexts of one core.
@@ -108,17 +109,8 @@ impl Policy for Affinity {
     fn init(&mut self, ctx: &mut Ctx<'_>) {
         let topo = ctx.topology();
         self.homes = match self.config.home {
-            Home::Llc => topo
-                .llc()
-                .map(|l| topo.caches[l].instances.clone())
-                .unwrap_or_default(),
-            Home::Core => {
-                let mut cores: BTreeMap<u32, Cpumask> = BTreeMap::new();
-                for c in &topo.cpus {
-                    cores.entry(c.core).or_default().set(c.id);
-                }
-                cores.into_values().collect()
-            }
+            Home::Llc => topo.llc_domains(),
+            Home::Core => topo.core_domains(),
         };
         if self.homes.len() > 1 {
             ctx.set_tick_period(Some(Nanos::from_ms_f64(self.config.rebalance_ms)));

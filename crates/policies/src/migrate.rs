@@ -13,7 +13,6 @@
 use crate::within;
 use cachesched_core::{Cpumask, Ctx, Nanos, Policy};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// What a thread is moved between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -22,7 +21,8 @@ pub enum Unit {
     /// The hardware contexts of one core: private caches are left behind.
     #[default]
     Core,
-    /// The CPUs sharing one last-level-cache instance: the LLC is left behind too.
+    /// The CPUs sharing one last-level-cache instance (one chip where the topology names
+    /// no caches): the LLC is left behind too.
     Llc,
 }
 
@@ -93,17 +93,8 @@ impl Policy for Migrate {
     fn init(&mut self, ctx: &mut Ctx<'_>) {
         let topo = ctx.topology();
         self.units = match self.config.unit {
-            Unit::Llc => topo
-                .llc()
-                .map(|l| topo.caches[l].instances.clone())
-                .unwrap_or_default(),
-            Unit::Core => {
-                let mut cores: BTreeMap<u32, Cpumask> = BTreeMap::new();
-                for c in &topo.cpus {
-                    cores.entry(c.core).or_default().set(c.id);
-                }
-                cores.into_values().collect()
-            }
+            Unit::Llc => topo.llc_domains(),
+            Unit::Core => topo.core_domains(),
         };
         if self.units.len() > 1 {
             ctx.set_tick_period(Some(Nanos::from_ms_f64(self.config.every_ms)));

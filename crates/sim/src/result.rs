@@ -181,6 +181,18 @@ pub struct RunResult {
 pub const SUMMARY_ROWS: usize = 40;
 
 impl RunResult {
+    /// The summed counters of the threads named `name` (a group's label), or `None`
+    /// if no thread has that name.
+    pub fn counters_of(&self, name: &str) -> Option<Counters> {
+        let mut c = Counters::default();
+        let mut any = false;
+        for t in self.threads.iter().filter(|t| t.name == name) {
+            c.accumulate(&t.counters);
+            any = true;
+        }
+        any.then_some(c)
+    }
+
     /// A thread's instructions per second of simulated time over the measured window.
     pub fn thread_ips(&self, t: &ThreadResult) -> f64 {
         t.counters.instructions as f64 / (self.measured_ms / 1e3).max(1e-12)

@@ -92,14 +92,7 @@ fn spread_pins_visit_the_chips_in_turn() {
 /// The main threads' IPC (instructions per cycle on a CPU, summed over the group
 /// labelled `main`) of a run.
 fn main_ipc(r: &RunResult) -> f64 {
-    let (i, c) = r
-        .threads
-        .iter()
-        .filter(|t| t.name == "main")
-        .fold((0u64, 0u64), |(i, c), t| {
-            (i + t.counters.instructions, c + t.counters.cycles)
-        });
-    i as f64 / c.max(1) as f64
+    r.counters_of("main").unwrap_or_default().ipc()
 }
 
 /// The affinity paper's two effects, in miniature and over three seeds, on the model

@@ -507,16 +507,27 @@ impl Kernel {
         if self.profile.is_none() {
             return;
         }
+        let m = self.moment(t, c, start);
+        let p = self.profile.as_mut().expect("checked");
+        let bin = p.bin_cycles;
+        if let Some(g) = p.switched_in(t, &m) {
+            self.add_timer(start + bin, Timer::SliceBin(t, g));
+        }
+    }
+
+    /// What the slice profile reads of thread `t` on CPU `c` at `now`.
+    fn moment(&self, t: usize, c: usize, now: u64) -> profile::Moment {
         let inst = self.mem.llc_instance(c);
         let (fills, (lines, own)) = inst.map_or((0, (0, 0)), |i| {
             (self.mem.llc_fills(i), self.mem.llc_lines(i, t as u32))
         });
-        let ms = self.ns(start) as f64 / 1e6;
-        let misses = self.threads[t].ctr.llc_misses;
-        let p = self.profile.as_mut().expect("checked");
-        let bin = p.bin_cycles;
-        if let Some(g) = p.switched_in(t, ms, misses, inst, fills, own, lines) {
-            self.add_timer(start + bin, Timer::SliceBin(t, g));
+        profile::Moment {
+            ms: self.ns(now) as f64 / 1e6,
+            llc_misses: self.threads[t].ctr.llc_misses,
+            inst,
+            fills,
+            own,
+            lines,
         }
     }
 
@@ -579,14 +590,9 @@ impl Kernel {
 
     pub(crate) fn switched_out(&mut self, p: usize, c: usize, now: u64) {
         if self.profile.is_some() {
-            let inst = self.mem.llc_instance(c);
-            let (fills, own) = inst.map_or((0, 0), |i| {
-                (self.mem.llc_fills(i), self.mem.llc_lines(i, p as u32).1)
-            });
-            let ms = self.ns(now) as f64 / 1e6;
-            let misses = self.threads[p].ctr.llc_misses;
+            let m = self.moment(p, c, now);
             if let Some(pr) = self.profile.as_mut() {
-                pr.switched_out(p, ms, misses, inst, fills, own);
+                pr.switched_out(p, &m);
             }
         }
         let th = &mut self.threads[p];

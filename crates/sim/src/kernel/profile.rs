@@ -59,6 +59,23 @@ struct ThreadProfile {
     runs: Vec<SliceRecord>,
 }
 
+/// What the profiler reads when a thread is switched in or out.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Moment {
+    /// Simulated time, ms.
+    pub(crate) ms: f64,
+    /// The thread's LLC misses so far.
+    pub(crate) llc_misses: u64,
+    /// The LLC instance of the CPU (`None`: the machine has none).
+    pub(crate) inst: Option<usize>,
+    /// Lines that instance has filled so far.
+    pub(crate) fills: u64,
+    /// Lines of the thread's that it holds.
+    pub(crate) own: u64,
+    /// Lines it holds in all.
+    pub(crate) lines: u64,
+}
+
 /// Every thread's slice profile.
 #[derive(Debug, Clone)]
 pub(crate) struct SliceProfiler {
@@ -83,20 +100,9 @@ impl SliceProfiler {
         }
     }
 
-    /// Thread `t` switched in at `now` (ms `now_ms`) with `llc_misses` so far, on LLC
-    /// instance `inst` which has filled `fills` lines and holds `own` of its lines of
-    /// `lines`; returns the generation its bin timers carry, if the run is recorded.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn switched_in(
-        &mut self,
-        t: usize,
-        now_ms: f64,
-        llc_misses: u64,
-        inst: Option<usize>,
-        fills: u64,
-        own: u64,
-        lines: u64,
-    ) -> Option<u64> {
+    /// Thread `t` switched in at moment `m`; returns the generation its bin timers
+    /// carry, if the run is recorded.
+    pub(crate) fn switched_in(&mut self, t: usize, m: &Moment) -> Option<u64> {
         let p = &mut self.threads[t];
         p.gen += 1;
         let left = p.left.take();
@@ -107,23 +113,23 @@ impl SliceProfiler {
             self.dropped += 1;
             return None;
         }
-        let off_cpu = match (left, inst) {
+        let off_cpu = match (left, m.inst) {
             (Some((i, f0, own0)), Some(i2)) if i == i2 => Some(OffCpu {
-                fills: fills - f0,
+                fills: m.fills - f0,
                 own_lines_left: own0,
-                own_lines_back: own,
-                llc_lines: lines,
+                own_lines_back: m.own,
+                llc_lines: m.lines,
             }),
             _ => None,
         };
         p.open = Some((
             SliceRecord {
-                start_ms: now_ms,
+                start_ms: m.ms,
                 ms: 0.0,
                 llc_misses: Vec::new(),
                 off_cpu,
             },
-            llc_misses,
+            m.llc_misses,
         ));
         Some(p.gen)
     }
@@ -143,22 +149,13 @@ impl SliceProfiler {
         true
     }
 
-    /// Thread `t` switched out at ms `now_ms` with `llc_misses` so far, leaving LLC
-    /// instance `inst` with `fills` filled and `own` of its lines.
-    pub(crate) fn switched_out(
-        &mut self,
-        t: usize,
-        now_ms: f64,
-        llc_misses: u64,
-        inst: Option<usize>,
-        fills: u64,
-        own: u64,
-    ) {
+    /// Thread `t` switched out at moment `m`.
+    pub(crate) fn switched_out(&mut self, t: usize, m: &Moment) {
         let p = &mut self.threads[t];
-        p.left = inst.map(|i| (i, fills, own));
+        p.left = m.inst.map(|i| (i, m.fills, m.own));
         if let Some((mut rec, at)) = p.open.take() {
-            rec.llc_misses.push(llc_misses - at);
-            rec.ms = now_ms - rec.start_ms;
+            rec.llc_misses.push(m.llc_misses - at);
+            rec.ms = m.ms - rec.start_ms;
             p.runs.push(rec);
         }
     }
@@ -179,14 +176,58 @@ mod tests {
     #[test]
     fn runs_bins_and_off_cpu() {
         let mut p = SliceProfiler::new(1, 100, true);
-        let g = p.switched_in(0, 0.0, 10, Some(0), 500, 0, 1000).unwrap();
+        let g = p
+            .switched_in(
+                0,
+                &Moment {
+                    ms: 0.0,
+                    llc_misses: 10,
+                    inst: Some(0),
+                    fills: 500,
+                    own: 0,
+                    lines: 1000,
+                },
+            )
+            .unwrap();
         assert!(p.bin(0, g, 40));
         assert!(p.bin(0, g, 45));
-        p.switched_out(0, 2.5, 47, Some(0), 900, 300);
+        p.switched_out(
+            0,
+            &Moment {
+                ms: 2.5,
+                llc_misses: 47,
+                inst: Some(0),
+                fills: 900,
+                own: 300,
+                ..Default::default()
+            },
+        );
         assert!(!p.bin(0, g, 50), "a timer of a finished run");
-        let g2 = p.switched_in(0, 4.0, 47, Some(0), 1600, 120, 1000).unwrap();
+        let g2 = p
+            .switched_in(
+                0,
+                &Moment {
+                    ms: 4.0,
+                    llc_misses: 47,
+                    inst: Some(0),
+                    fills: 1600,
+                    own: 120,
+                    lines: 1000,
+                },
+            )
+            .unwrap();
         assert_ne!(g, g2);
-        p.switched_out(0, 5.0, 60, Some(0), 1700, 200);
+        p.switched_out(
+            0,
+            &Moment {
+                ms: 5.0,
+                llc_misses: 60,
+                inst: Some(0),
+                fills: 1700,
+                own: 200,
+                ..Default::default()
+            },
+        );
         let r = p.runs(0);
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].llc_misses, [30, 5, 2]);
@@ -209,11 +250,55 @@ mod tests {
     #[test]
     fn off_until_on_and_other_instances() {
         let mut p = SliceProfiler::new(1, 100, false);
-        assert_eq!(p.switched_in(0, 0.0, 0, Some(0), 0, 0, 10), None);
-        p.switched_out(0, 1.0, 5, Some(0), 3, 1);
+        assert_eq!(
+            p.switched_in(
+                0,
+                &Moment {
+                    ms: 0.0,
+                    llc_misses: 0,
+                    inst: Some(0),
+                    fills: 0,
+                    own: 0,
+                    lines: 10
+                }
+            ),
+            None
+        );
+        p.switched_out(
+            0,
+            &Moment {
+                ms: 1.0,
+                llc_misses: 5,
+                inst: Some(0),
+                fills: 3,
+                own: 1,
+                ..Default::default()
+            },
+        );
         p.on = true;
-        p.switched_in(0, 2.0, 5, Some(1), 7, 0, 10).unwrap();
-        p.switched_out(0, 3.0, 6, Some(1), 9, 1);
+        p.switched_in(
+            0,
+            &Moment {
+                ms: 2.0,
+                llc_misses: 5,
+                inst: Some(1),
+                fills: 7,
+                own: 0,
+                lines: 10,
+            },
+        )
+        .unwrap();
+        p.switched_out(
+            0,
+            &Moment {
+                ms: 3.0,
+                llc_misses: 6,
+                inst: Some(1),
+                fills: 9,
+                own: 1,
+                ..Default::default()
+            },
+        );
         assert_eq!(p.runs(0).len(), 1);
         assert_eq!(p.runs(0)[0].off_cpu, None);
     }
