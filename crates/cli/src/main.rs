@@ -8,6 +8,7 @@ mod burn_cmd;
 mod cache;
 mod cachefair_report;
 mod clustering_report;
+mod docs_block;
 mod experiment;
 mod info_cmd;
 mod mrc_cmd;

@@ -6,6 +6,7 @@
 //! `--quick` runs each file's reduced version and says so; `reproduce all` runs every
 //! paper's directory.
 
+use crate::docs_block;
 use crate::experiment::{
     checks, load, metric, plain, run_scenario, Class, Job, Scenario, Sweep, Variant,
 };
@@ -346,7 +347,8 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             let text = std::fs::read_to_string(&doc)
                 .with_context(|| format!("cannot read '{}' (--docs)", doc.display()))?;
             for (stem, _, _) in scs {
-                block(&text, paper, stem).with_context(|| format!("in '{}'", doc.display()))?;
+                docs_block::find(&text, &format!("reproduce {paper}/{stem}"))
+                    .with_context(|| format!("in '{}'", doc.display()))?;
             }
         }
     }
@@ -401,19 +403,7 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             let mut text = std::fs::read_to_string(&doc)
                 .with_context(|| format!("cannot read '{}'", doc.display()))?;
             for (stem, sec) in &sections {
-                let (b, e) = block(&text, paper, stem)?;
-                // headings one level down in the document
-                let body: String = sec
-                    .lines()
-                    .map(|l| {
-                        if l.starts_with('#') {
-                            format!("#{l}\n")
-                        } else {
-                            format!("{l}\n")
-                        }
-                    })
-                    .collect();
-                text = format!("{}\n{}\n{}", &text[..b], body.trim(), &text[e..]);
+                text = docs_block::replace(&text, &format!("reproduce {paper}/{stem}"), sec)?;
             }
             write_file(&doc, &text)?;
             println!("updated {}", doc.display());
@@ -552,20 +542,6 @@ fn mixes_section(
         sec += &crate::timeslice_report::analysis(sc, done, out)?;
     }
     Ok((sec, all_ok))
-}
-
-/// Where the generated block of scenario `stem` of `paper` lies in a document: the
-/// end of its begin marker's line and the start of its end marker.
-fn block(text: &str, paper: &str, stem: &str) -> Result<(usize, usize)> {
-    let begin = format!("<!-- reproduce {paper}/{stem}: begin -->");
-    let end = format!("<!-- reproduce {paper}/{stem}: end -->");
-    match (text.find(&begin), text.find(&end)) {
-        (Some(b), Some(e)) if b < e => Ok((b + begin.len(), e)),
-        _ => bail!(
-            "no generated block for {paper}/{stem}: add the lines `{begin}` and `{end}`, in \
-             this order, where its tables go"
-        ),
-    }
 }
 
 /// CASC's own measures for every CASC variant: the cache illusion (the baseline's

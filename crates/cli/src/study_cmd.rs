@@ -416,34 +416,8 @@ fn finish(study: &str, c: &Common, out: &Path, md: &str, results: &impl Serializ
     if let Some(doc) = &c.docs {
         let text = std::fs::read_to_string(doc)
             .with_context(|| format!("cannot read '{}' (--docs)", doc.display()))?;
-        let (b, e) = (
-            format!("<!-- study {study}: begin -->"),
-            format!("<!-- study {study}: end -->"),
-        );
-        let (Some(i), Some(j)) = (text.find(&b), text.find(&e)) else {
-            bail!(
-                "'{}' has no block for this study: add the lines `{b}` and `{e}` where it goes",
-                doc.display()
-            );
-        };
-        let i = i + b.len();
-        if j < i {
-            bail!(
-                "'{}': the study's end marker comes before its begin marker",
-                doc.display()
-            );
-        }
-        let body: String = md
-            .lines()
-            .map(|l| {
-                if l.starts_with('#') {
-                    format!("#{l}\n")
-                } else {
-                    format!("{l}\n")
-                }
-            })
-            .collect();
-        let text = format!("{}\n{}\n{}", &text[..i], body.trim(), &text[j..]);
+        let text = crate::docs_block::replace(&text, &format!("study {study}"), md)
+            .with_context(|| format!("in '{}' (--docs)", doc.display()))?;
         write_file(doc, &text)?;
         println!("updated {}", doc.display());
     }
