@@ -10,6 +10,13 @@
 //! Work is counted in steps (chase or sweep loads, or arithmetic rounds of 1,000
 //! operations); with `--steps` each thread stops after that many and reports how long
 //! it took (fixed work), else all stop after `--ms` (fixed time).
+//!
+//! With `--profile-bin-us`, each thread also records how fast it goes from the start of
+//! each run on a CPU: a gap of over [`GAP`] between two looks at the clock means the
+//! thread was switched out (or slept), and the steps of the run that follows go into
+//! bins of that width from its start — the real machine's version of the longer
+//! timeslices paper's Figure 3 (a cold cache at the start of every slice), measured by
+//! progress where there are no miss counters.
 
 use anyhow::{bail, Context, Result};
 use cachesched_linux::procfs;
@@ -58,6 +65,11 @@ pub struct BurnArgs {
     /// (default 0), e.g. for `cachesched run` to find them first.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     delay_ms: u64,
+    /// Record each thread's steps per bin of this many microseconds from the start of
+    /// every run on a CPU (after a switch-out or a sleep), reported with --report as
+    /// `run_profile`; 50 to 1,000,000 (memory work only).
+    #[arg(long, value_name = "US")]
+    profile_bin_us: Option<u64>,
 }
 
 /// The work a thread does.
@@ -150,6 +162,103 @@ fn chunk(work: Work, buf: &[u64], mut at: usize, acc: &mut u64) -> usize {
     at
 }
 
+/// A longer pause than this between two looks at the clock (one [`CHUNK`] of memory
+/// steps: tens of microseconds) means the thread was off its CPU.
+pub const GAP: Duration = Duration::from_micros(500);
+
+/// Steps per bin from the start of each run on a CPU, summed over runs.
+#[derive(Debug, Clone)]
+struct Profile {
+    bin: Duration,
+    /// The run in progress: its start (`None` before the first gap: the thread's first
+    /// run is not a return to a CPU) and its steps per bin.
+    start: Option<Instant>,
+    cur: Vec<u64>,
+    /// Per bin: steps summed over the runs that covered it whole, and how many did.
+    sums: Vec<u64>,
+    counts: Vec<u64>,
+    runs: u64,
+}
+
+impl Profile {
+    fn new(bin: Duration) -> Profile {
+        Profile {
+            bin,
+            start: None,
+            cur: Vec::new(),
+            sums: Vec::new(),
+            counts: Vec::new(),
+            runs: 0,
+        }
+    }
+
+    /// A chunk of `steps` ended at `now`, the previous one at `last`.
+    fn chunk(&mut self, last: Instant, now: Instant, steps: u64) {
+        if now - last > GAP {
+            self.close(last);
+            // the chunk that spans the gap is not counted: most of it ran after it
+            self.start = Some(now);
+            return;
+        }
+        if let Some(s) = self.start {
+            let i = ((now - s).as_nanos() / self.bin.as_nanos()) as usize;
+            if self.cur.len() <= i {
+                self.cur.resize(i + 1, 0);
+            }
+            self.cur[i] += steps;
+        }
+    }
+
+    /// The run in progress ended at `end`: its whole bins are counted.
+    fn close(&mut self, end: Instant) {
+        let Some(s) = self.start.take() else { return };
+        let whole = ((end - s).as_nanos() / self.bin.as_nanos()) as usize;
+        if whole == 0 {
+            self.cur.clear();
+            return;
+        }
+        self.runs += 1;
+        if self.sums.len() < whole {
+            self.sums.resize(whole, 0);
+            self.counts.resize(whole, 0);
+        }
+        for i in 0..whole {
+            self.sums[i] += self.cur.get(i).copied().unwrap_or(0);
+            self.counts[i] += 1;
+        }
+        self.cur.clear();
+    }
+
+    fn report(&self) -> RunProfile {
+        let per_ms = 1e-3 / self.bin.as_secs_f64();
+        RunProfile {
+            bin_us: self.bin.as_micros() as u64,
+            runs: self.runs,
+            steps_per_ms: self
+                .sums
+                .iter()
+                .zip(&self.counts)
+                .map(|(&s, &n)| s as f64 / n as f64 * per_ms)
+                .collect(),
+            runs_per_bin: self.counts.clone(),
+        }
+    }
+}
+
+/// A thread's progress from the start of its runs on a CPU.
+#[derive(Debug, Serialize)]
+struct RunProfile {
+    /// Bin width, microseconds.
+    bin_us: u64,
+    /// Runs that began after a gap and lasted at least one bin.
+    runs: u64,
+    /// Per bin from a run's start: steps per millisecond, the mean over the runs that
+    /// covered the bin whole.
+    steps_per_ms: Vec<f64>,
+    /// Per bin: how many runs covered it whole.
+    runs_per_bin: Vec<u64>,
+}
+
 /// What one thread reports.
 #[derive(Debug, Serialize)]
 struct ThreadReport {
@@ -168,13 +277,17 @@ struct ThreadReport {
     steps_per_s: f64,
     /// The OS CPU the thread was pinned to, if it was.
     pinned_to: Option<usize>,
+    /// With --profile-bin-us: progress from the start of each run on a CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_profile: Option<RunProfile>,
 }
 
-/// What one thread did: rounds, steps, wall time.
+/// What one thread did: rounds, steps, wall time, and its run profile if asked for.
 struct Done {
     rounds: u64,
     steps: u64,
     wall: Duration,
+    profile: Option<Profile>,
 }
 
 /// Busy rounds of `busy` time each (or of `CHUNK` steps for memory work), followed by
@@ -185,18 +298,29 @@ fn spin(
     (busy, sleep): (Duration, Duration),
     until: Instant,
     steps: Option<u64>,
+    profile: Option<Duration>,
 ) -> Done {
     let start = Instant::now();
     let mut done = Done {
         rounds: 0,
         steps: 0,
         wall: Duration::ZERO,
+        profile: profile.map(Profile::new),
     };
     let (mut at, mut acc) = (0usize, 0u64);
     let per_chunk = chunk_steps(work);
+    let mut last = start;
     'run: while Instant::now() < until {
         let t0 = Instant::now();
-        while t0.elapsed() < busy {
+        loop {
+            let now = Instant::now();
+            if let Some(p) = done.profile.as_mut() {
+                p.chunk(last, now, per_chunk);
+            }
+            last = now;
+            if now - t0 >= busy {
+                break;
+            }
             if steps.is_some_and(|n| done.steps >= n) {
                 break 'run;
             }
@@ -210,6 +334,9 @@ fn spin(
     }
     std::hint::black_box(acc);
     done.wall = start.elapsed();
+    if let Some(p) = done.profile.as_mut() {
+        p.close(last);
+    }
     done
 }
 
@@ -234,6 +361,7 @@ fn report(d: &Done, pinned_to: Option<usize>) -> Result<ThreadReport> {
             0.0
         },
         pinned_to,
+        run_profile: d.profile.as_ref().map(Profile::report),
     })
 }
 
@@ -263,6 +391,17 @@ pub fn run(a: BurnArgs) -> Result<()> {
     if matches!(work, Work::Chase(0) | Work::Sweep(0)) {
         bail!("--chase-kb and --sweep-kb need at least 1 KiB");
     }
+    let profile = match a.profile_bin_us {
+        None => None,
+        Some(_) if matches!(work, Work::Arith) => {
+            bail!("--profile-bin-us needs memory work (--chase-kb or --sweep-kb)")
+        }
+        Some(us) if !(50..=1_000_000).contains(&us) => {
+            bail!("--profile-bin-us {us} is out of range: give 50 to 1,000,000 microseconds")
+        }
+        Some(_) if !a.report => bail!("--profile-bin-us is reported with --report: add it"),
+        Some(us) => Some(Duration::from_micros(us)),
+    };
     let cpus = if a.pin_threads {
         cachesched_linux::sched::affinity(cachesched_linux::process::current_tid())?
     } else {
@@ -296,7 +435,7 @@ pub fn run(a: BurnArgs) -> Result<()> {
                 barrier.wait();
                 let pinned = pinned?;
                 let until = *start.get().expect("start set before the barrier") + limit;
-                let d = spin(work, &buf, (busy, sleep), until, steps);
+                let d = spin(work, &buf, (busy, sleep), until, steps, profile);
                 // the report reads this thread's own counters, so it is made here
                 let r = if want {
                     Some(report(&d, pinned)?)
@@ -335,3 +474,44 @@ pub fn run(a: BurnArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs separated by gaps are binned from their starts; the first run (not a
+    /// return to the CPU) and a run's last partial bin are not counted.
+    #[test]
+    fn profile_bins_runs_from_their_starts() {
+        let us = Duration::from_micros;
+        let t = Instant::now();
+        let mut p = Profile::new(us(1000));
+        // first run: chunks every 100 us for 2 ms, not counted
+        let mut last = t;
+        for k in 1..=20 {
+            let now = t + us(100 * k);
+            p.chunk(last, now, 10);
+            last = now;
+        }
+        // two returns after 5 ms away, each 2.5 ms long: slow first bin, fast second
+        for r in 0..2u64 {
+            let back = last + us(5000);
+            p.chunk(last, back, 10);
+            last = back;
+            for k in 1..=25u64 {
+                let now = back + us(100 * k);
+                p.chunk(last, now, if k <= 10 { 5 } else { 20 });
+                last = now;
+            }
+            assert_eq!(p.runs, r, "a run is counted when it closes");
+        }
+        p.close(last);
+        let r = p.report();
+        assert_eq!(r.runs, 2);
+        assert_eq!(r.runs_per_bin, vec![2, 2], "the half bin at the end is dropped");
+        // bin 0: chunks ending at 100..=900 us (9 x 5) plus the one at 1000 us, which
+        // falls in bin 1 with the next nine fast ones
+        assert_eq!(r.steps_per_ms, vec![45.0, 5.0 + 9.0 * 20.0]);
+    }
+}
+
