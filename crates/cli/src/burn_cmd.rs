@@ -508,10 +508,13 @@ mod tests {
         p.close(last);
         let r = p.report();
         assert_eq!(r.runs, 2);
-        assert_eq!(r.runs_per_bin, vec![2, 2], "the half bin at the end is dropped");
+        assert_eq!(
+            r.runs_per_bin,
+            vec![2, 2],
+            "the half bin at the end is dropped"
+        );
         // bin 0: chunks ending at 100..=900 us (9 x 5) plus the one at 1000 us, which
         // falls in bin 1 with the next nine fast ones
         assert_eq!(r.steps_per_ms, vec![45.0, 5.0 + 9.0 * 20.0]);
     }
 }
-
