@@ -890,6 +890,58 @@ fn burn_chases_a_working_set_for_fixed_work() {
     assert!(run_err(&["burn", "--chase-kb", "0"]).contains("at least 1 KiB"));
 }
 
+/// `burn --profile-bin-us`: a thread that alternates 3 ms of chasing with 4 ms of
+/// sleep returns to its CPU after every sleep; each return is a run binned from its
+/// start. Fails if the sleeps are not seen as returns, if a run's whole bins are not
+/// all counted, or if bad uses of the option are not named.
+#[test]
+fn burn_profiles_every_return_to_the_cpu() {
+    let out = run_ok(&[
+        "burn",
+        "--chase-kb",
+        "64",
+        "--ms",
+        "70",
+        "--work-us",
+        "3000",
+        "--sleep-us",
+        "4000",
+        "--profile-bin-us",
+        "500",
+        "--report",
+    ]);
+    let l: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let p = &l["run_profile"];
+    let (runs, rounds) = (p["runs"].as_u64().unwrap(), l["rounds"].as_u64().unwrap());
+    // every sleep but the last is followed by a return (the first run is not one); a
+    // loaded machine gives fewer rounds (late wake-ups) and may add returns (a
+    // preemption is one too), never fewer returns than sleeps
+    assert!(rounds >= 2 && runs + 1 >= rounds, "{l}");
+    let per_bin: Vec<u64> = serde_json::from_value(p["runs_per_bin"].clone()).unwrap();
+    let rates: Vec<f64> = serde_json::from_value(p["steps_per_ms"].clone()).unwrap();
+    assert_eq!(per_bin.len(), rates.len());
+    assert!(
+        per_bin.len() >= 5,
+        "3 ms runs have at least 5 whole 0.5 ms bins: {l}"
+    );
+    assert!(per_bin[0] >= per_bin[4] && per_bin[4] >= 1, "{l}");
+    assert!(
+        rates[..5].iter().all(|&r| r > 100.0),
+        "a 64 KiB chase makes progress: {l}"
+    );
+    assert!(run_err(&["burn", "--profile-bin-us", "500", "--report"]).contains("memory work"));
+    assert!(run_err(&["burn", "--chase-kb", "64", "--profile-bin-us", "500"]).contains("--report"));
+    assert!(run_err(&[
+        "burn",
+        "--chase-kb",
+        "64",
+        "--report",
+        "--profile-bin-us",
+        "10"
+    ])
+    .contains("out of range"));
+}
+
 /// `study affinity` end to end at a tiny size: every condition runs once (bound,
 /// forced migration through `cachesched run --policy migrate`, Linux, the affinity
 /// policy), the runs are kept, the report names them, `--from-runs` rebuilds the same
