@@ -8,16 +8,14 @@
 # the steady rate not reached, in ms). REPEATS rounds (default 3), sizes interleaved.
 # Takes about 2 minutes. Usage: scripts/timeslice-coldstart.sh [BINARY] [REPEATS]
 # With PAUSE_PID set, that process is stopped during the measurement (see
-# timeslice-decay.sh).
+# scripts/host-measure.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$repo/target/release/cachesched}
 reps=${2:-3}
-out=$(mktemp)
-if [ -n "${PAUSE_PID:-}" ]; then
-  kill -STOP "$PAUSE_PID"
-  trap 'kill -CONT "$PAUSE_PID"' EXIT
-fi
+# shellcheck source=scripts/host-measure.sh
+source "$repo/scripts/host-measure.sh"
+host_measure_setup
 for rep in $(seq "$reps"); do
   for c in "512 80000000" "1536 40000000" "3072 16000000" "8192 12000000"; do
     set -- $c
@@ -56,4 +54,3 @@ for size in sorted(prof):
     print(f"| {kib} | {runs[size]} | " + " | ".join(f"{100 * c:.0f}%" for c in cells)
           + f" | {st.mean(steady_all) / 1000:.1f} | {st.mean(costs):.2f} ± {st.stdev(costs) if len(costs) > 1 else 0:.2f} (sd over threads) |")
 PY
-rm -f "$out"

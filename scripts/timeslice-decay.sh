@@ -15,11 +15,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$repo/target/release/cachesched}
 reps=${2:-3}
-out=$(mktemp)
-if [ -n "${PAUSE_PID:-}" ]; then
-  kill -STOP "$PAUSE_PID"
-  trap 'kill -CONT "$PAUSE_PID"' EXIT
-fi
+# shellcheck source=scripts/host-measure.sh
+source "$repo/scripts/host-measure.sh"
+host_measure_setup
 a="$bin burn --threads 1 --cpu 0 --chase-kb 3072 --steps 12000000 --ms 60000 --report"
 for rep in $(seq "$reps"); do
   for c in "15 0" "15 1" "15 4" "15 15" "15 45" "4 4" "4 15" "45 45"; do
@@ -60,4 +58,3 @@ for (k, x, y), v in d.items():
         print(f"| {'none' if x == '0' else x + ' KiB'} | {y if y == 'linux' else y + ' ms'} | {m} | {s} |")
 print(f"\n{len(set(len(v) for v in d.values()))} repeat count(s): {sorted(set(len(v) for v in d.values()))}")
 PY
-rm -f "$out"

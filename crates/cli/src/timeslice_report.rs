@@ -72,6 +72,10 @@ pub fn validate_paper_value(pv: &PaperValue, sc: &Scenario) -> Result<(), String
     Ok(())
 }
 
+/// What the analysis measured, for the paper table: (measure, variant label, mix or
+/// program if the measure is per program) → mean and 95% half-width (NaN: none).
+type Measured = BTreeMap<(String, String, Option<String>), (f64, f64)>;
+
 /// Per mix (in order): its label and, per variant, per seed, the run.
 struct Data<'a> {
     mixes: Vec<String>,
@@ -170,7 +174,7 @@ pub fn analysis(
     let data = Data::new(sc, done);
     let at = |l: &str| sc.variants.iter().position(|v| v.label == l);
     let mut md = String::new();
-    let mut measured: BTreeMap<(String, String, Option<String>), (f64, f64)> = BTreeMap::new();
+    let mut measured = Measured::new();
     if let Some(solo) = at("solo") {
         md += &slowdowns(sc, &data, solo, &mut measured, out)?;
     }
@@ -190,7 +194,7 @@ fn slowdowns(
     sc: &Scenario,
     data: &Data<'_>,
     solo: usize,
-    measured: &mut BTreeMap<(String, String, Option<String>), (f64, f64)>,
+    measured: &mut Measured,
     out: &Path,
 ) -> Result<String> {
     let ipc = |r: &RunResult| r.counters_of("main").unwrap_or_default().ipc();
@@ -276,7 +280,7 @@ fn improvements(
     sc: &Scenario,
     data: &Data<'_>,
     cfs: usize,
-    measured: &mut BTreeMap<(String, String, Option<String>), (f64, f64)>,
+    measured: &mut Measured,
     out: &Path,
 ) -> Result<String> {
     let seeds = data.seeds();
@@ -463,12 +467,7 @@ fn improvements(
 }
 
 /// Figures 2, 3 and 11 from the runs' slice profiles.
-fn profiles(
-    sc: &Scenario,
-    data: &Data<'_>,
-    measured: &mut BTreeMap<(String, String, Option<String>), (f64, f64)>,
-    out: &Path,
-) -> Result<String> {
+fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path) -> Result<String> {
     let any = data.runs.iter().any(|m| {
         m.iter().any(|v| {
             v.values()
@@ -686,10 +685,7 @@ fn profiles(
 }
 
 /// The paper's values against the measured.
-fn paper_table(
-    sc: &Scenario,
-    measured: &BTreeMap<(String, String, Option<String>), (f64, f64)>,
-) -> String {
+fn paper_table(sc: &Scenario, measured: &Measured) -> String {
     if sc.paper.is_empty() {
         return String::new();
     }
