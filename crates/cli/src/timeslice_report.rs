@@ -26,14 +26,15 @@
 //! `llc_miss_geomean_change_pct` (the geometric mean over programs of their own),
 //! `slowdown_pct` (Figure 1, mean over programs), `slowdown_max_pct` (the largest
 //! program's mean), `offcpu_fill_pct` (Figure 2, the median over the `main` thread's
-//! runs of one mix).
+//! runs of one mix, counting the fills Intel's "LLC Misses" event counts, with which the
+//! paper measured it: demand and first-level prefetch fills, not the L2 streamer's).
 
 use crate::experiment::{over_seeds, plain, show, Scenario};
 use crate::paper::{agreement, PaperValue};
 use crate::simulate_cmd::write_file;
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
 use anyhow::Result;
-use cachesched_core::num::ratio;
+use cachesched_core::num::{quantile, ratio};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::RunResult;
 use std::collections::BTreeMap;
@@ -491,17 +492,24 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
                the `main` thread after its first, the LLC's fills since it was switched out, \
                as a share of the LLC's lines (over 100%: more fills than lines), and the \
                share of its own lines that were gone when it came back; over every run of \
-               every seed.\n\n| mix | variant | runs | median fills | mean fills | 90th \
-               percentile | own lines lost (mean) |\n|---|---|---|---|---|---|---|\n";
+               every seed. *Event* counts what the paper's counter (Intel's architectural \
+               LLC Misses event) counts: demand fills and the first-level prefetchers' (the \
+               event may exclude the other prefetchers'); *all* adds the L2 streamer's \
+               prefetch fills.\n\n| mix | variant | runs | median, event | mean, event | \
+               90th percentile, event | median, all | own lines lost (mean) |\n\
+               |---|---|---|---|---|---|---|---|\n";
         for (p, m) in data.mixes.iter().enumerate() {
             for (v, runs) in data.runs[p].iter().enumerate() {
-                let mut fills = Vec::new();
+                let mut event = Vec::new();
+                let mut all = Vec::new();
                 let mut lost = Vec::new();
                 for r in runs.values() {
                     for t in r.threads.iter().filter(|t| t.name == "main") {
                         for run in &t.slice_profile {
                             if let Some(o) = run.off_cpu {
-                                fills.push(100.0 * o.fills as f64 / o.llc_lines.max(1) as f64);
+                                let lines = o.llc_lines.max(1) as f64;
+                                all.push(100.0 * o.fills as f64 / lines);
+                                event.push(100.0 * (o.fills - o.streamer_fills) as f64 / lines);
                                 if o.own_lines_left > 0 {
                                     lost.push(
                                         100.0
@@ -514,12 +522,10 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
                         }
                     }
                 }
-                if fills.is_empty() {
+                if event.is_empty() {
                     continue;
                 }
-                fills.sort_by(f64::total_cmp);
-                let q = |f: f64| fills[((fills.len() - 1) as f64 * f).round() as usize];
-                let median = q(0.5);
+                let median = quantile(&mut event, 0.5);
                 measured.insert(
                     (
                         "offcpu_fill_pct".into(),
@@ -530,12 +536,13 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
                 );
                 let _ = writeln!(
                     md,
-                    "| {m} | {} | {} | {}% | {}% | {}% | {}% |",
+                    "| {m} | {} | {} | {}% | {}% | {}% | {}% | {}% |",
                     sc.variants[v].label,
-                    fills.len(),
+                    event.len(),
                     plain(median),
-                    plain(fills.iter().sum::<f64>() / fills.len() as f64),
-                    plain(q(0.9)),
+                    plain(event.iter().sum::<f64>() / event.len() as f64),
+                    plain(quantile(&mut event, 0.9)),
+                    plain(quantile(&mut all, 0.5)),
                     plain(lost.iter().sum::<f64>() / lost.len().max(1) as f64)
                 );
             }
@@ -642,17 +649,17 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
             );
             let mut cdf = Vec::new();
             for (p, a) in &mut alphas {
-                a.sort_by(f64::total_cmp);
-                let q = |f: f64| a[((a.len() - 1) as f64 * f).round() as usize];
+                // sorted first: the CDF below is drawn from the sorted values
+                let q25 = quantile(a, 0.25);
                 let gain: f64 =
                     a.iter().map(|x| (1.0 - x) / (1.0 + 4.0 * x)).sum::<f64>() / a.len() as f64;
                 let _ = writeln!(
                     md,
                     "| {p} | {} | {} | {} | {} | {}% |",
                     a.len(),
-                    plain(q(0.25)),
-                    plain(q(0.5)),
-                    plain(q(0.75)),
+                    plain(q25),
+                    plain(quantile(a, 0.5)),
+                    plain(quantile(a, 0.75)),
                     plain(100.0 * gain)
                 );
                 cdf.push(Series {

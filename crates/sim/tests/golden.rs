@@ -21,11 +21,11 @@ const GOLDEN: &[(&str, u64)] = &[
     ("t1-dual", 0xdf283925c5ddc8e4),
     ("power5-2x2x2", 0xba7d20257ee2b559),
     ("power5-8chip", 0x59525d8cd387fc05),
-    ("clovertown-2x2", 0x8fd8c87ee76b6982),
-    ("clovertown-ump", 0x9544e45b017b3da6),
-    ("xeon-e5-16m", 0x6903f93086ccb86a),
-    ("xeon-e5-16m-2c", 0x626aa80cf64bfc43),
-    ("core2-4m", 0x217a216dc22279c6),
+    ("clovertown-2x2", 0xc0f4e99b21f43e6c),
+    ("clovertown-ump", 0xf527c0570373f987),
+    ("xeon-e5-16m", 0x02cda5ffbe7bac20),
+    ("xeon-e5-16m-2c", 0x20103a930dcf9279),
+    ("core2-4m", 0x6b5ef1b56062b05f),
 ];
 
 #[test]

@@ -472,9 +472,12 @@ impl MachineConfig {
                 PrefetchConfig::intel_core()
             }
             // POWER5: a hardware stream prefetcher of 8 streams into the L1D and L2
-            // (Sinharoy et al., IBM JRD 49(4/5) 2005; secondary sources only)
+            // (Sinharoy et al., IBM JRD 49(4/5) 2005; secondary sources only). Whether
+            // store misses train it is not in those sources: stores train it, as the
+            // model always had it (every clustering result was made so)
             "power5-2x2x2" | "power5-8chip" => PrefetchConfig {
                 l1_next_line: true,
+                next_line_on_stores: true,
                 l2_streamer: true,
                 ..PrefetchConfig::default()
             },

@@ -10,9 +10,13 @@
 //! scheduling: they turn sequential and strided misses into hits, spend bus bandwidth,
 //! and occupy cache space. Prefetches never cross a 4 KiB page.
 //!
-//! - **Next line** (`l1_next_line`, the DCU or streaming prefetcher): an access at a
-//!   higher address in the line the previous access touched ("an ascending access to
+//! - **Next line** (`l1_next_line`, the DCU or streaming prefetcher): a load at a
+//!   higher address in the line the previous load touched ("an ascending access to
 //!   very recently loaded data", the manual says) fetches the next line into the L1D.
+//!   Only loads train it on the Intel presets: the manual's first-level data prefetcher
+//!   "is triggered by load operations" (Optimization Reference Manual, "Hardware
+//!   Prefetching for First-Level Data Cache"); `next_line_on_stores` lets stores train
+//!   it too (the POWER5 presets, whose sources say nothing either way, keep that).
 //! - **IP stride** (`l1_ip_stride`): a table of 256 loads indexed by instruction
 //!   address remembers each one's last address and stride; when a load moves by the same
 //!   non-zero stride twice in a row, the line at address + stride is fetched into the
@@ -37,6 +41,10 @@ pub struct PrefetchConfig {
     /// L1D next-line prefetcher (default false).
     #[serde(default)]
     pub l1_next_line: bool,
+    /// Whether stores train the next-line prefetcher as loads do (default false: only
+    /// loads, as Intel documents its first-level data prefetcher).
+    #[serde(default)]
+    pub next_line_on_stores: bool,
     /// L1D instruction-pointer stride prefetcher (default false).
     #[serde(default)]
     pub l1_ip_stride: bool,
@@ -56,6 +64,7 @@ impl Default for PrefetchConfig {
     fn default() -> Self {
         PrefetchConfig {
             l1_next_line: false,
+            next_line_on_stores: false,
             l1_ip_stride: false,
             l2_streamer: false,
             l2_degree: default_degree(),
@@ -64,10 +73,12 @@ impl Default for PrefetchConfig {
 }
 
 impl PrefetchConfig {
-    /// Every prefetcher of the Intel Core microarchitecture on, degree 2.
+    /// Every prefetcher of the Intel Core microarchitecture on, degree 2; the next-line
+    /// prefetcher trained by loads only.
     pub fn intel_core() -> PrefetchConfig {
         PrefetchConfig {
             l1_next_line: true,
+            next_line_on_stores: false,
             l1_ip_stride: true,
             l2_streamer: true,
             l2_degree: 2,
@@ -84,7 +95,10 @@ impl PrefetchConfig {
 /// result).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrefetchStats {
-    /// Lines requested by a prefetcher that were not already in the target cache.
+    /// Lines requested by a prefetcher that were not already in the target cache: one
+    /// per request, so a line both an L1 prefetcher and the L2 streamer ask for counts
+    /// twice (this is requests, not memory traffic, and `useful / issued` is not the
+    /// literature's accuracy).
     pub issued: u64,
     /// Prefetched lines a demand access found after they had arrived.
     pub useful: u64,

@@ -518,7 +518,7 @@ impl Kernel {
     /// What the slice profile reads of thread `t` on CPU `c` at `now`.
     fn moment(&self, t: usize, c: usize, now: u64) -> profile::Moment {
         let inst = self.mem.llc_instance(c);
-        let (fills, (lines, own)) = inst.map_or((0, (0, 0)), |i| {
+        let ((fills, streamer_fills), (lines, own)) = inst.map_or(((0, 0), (0, 0)), |i| {
             (self.mem.llc_fills(i), self.mem.llc_lines(i, t as u32))
         });
         profile::Moment {
@@ -526,6 +526,7 @@ impl Kernel {
             llc_misses: self.threads[t].ctr.llc_misses,
             inst,
             fills,
+            streamer_fills,
             own,
             lines,
         }

@@ -22,6 +22,13 @@ pub struct OffCpu {
     /// Lines the thread's LLC instance filled meanwhile (demand and prefetch fills of
     /// every thread).
     pub fills: u64,
+    /// Of `fills`, those the L2 streamer's prefetches made. `fills - streamer_fills`
+    /// is what Intel's architectural "LLC Misses" event counts (demand misses and the
+    /// first-level prefetchers' requests; the event "may exclude cache line fills due
+    /// to other hardware-prefetchers", Intel SDM vol. 3B, architectural performance
+    /// events), which the timeslice paper's Figure 2 was measured with.
+    #[serde(default)]
+    pub streamer_fills: u64,
     /// Lines of the thread's own the instance held when it was switched out.
     pub own_lines_left: u64,
     /// ... and when it was switched in again (on the same LLC instance; a thread that
@@ -54,8 +61,9 @@ struct ThreadProfile {
     open: Option<(SliceRecord, u64)>,
     /// Incremented at each switch-in, so that a bin timer of an earlier run is ignored.
     gen: u64,
-    /// When it was last switched out: (LLC instance, instance fills, own lines).
-    left: Option<(usize, u64, u64)>,
+    /// When it was last switched out: (LLC instance, instance fills, of them the
+    /// streamer's, own lines).
+    left: Option<(usize, u64, u64, u64)>,
     runs: Vec<SliceRecord>,
 }
 
@@ -70,6 +78,8 @@ pub(crate) struct Moment {
     pub(crate) inst: Option<usize>,
     /// Lines that instance has filled so far.
     pub(crate) fills: u64,
+    /// Of them, those the L2 streamer's prefetches filled.
+    pub(crate) streamer_fills: u64,
     /// Lines of the thread's that it holds.
     pub(crate) own: u64,
     /// Lines it holds in all.
@@ -114,8 +124,9 @@ impl SliceProfiler {
             return None;
         }
         let off_cpu = match (left, m.inst) {
-            (Some((i, f0, own0)), Some(i2)) if i == i2 => Some(OffCpu {
+            (Some((i, f0, s0, own0)), Some(i2)) if i == i2 => Some(OffCpu {
                 fills: m.fills - f0,
+                streamer_fills: m.streamer_fills - s0,
                 own_lines_left: own0,
                 own_lines_back: m.own,
                 llc_lines: m.lines,
@@ -152,7 +163,7 @@ impl SliceProfiler {
     /// Thread `t` switched out at moment `m`.
     pub(crate) fn switched_out(&mut self, t: usize, m: &Moment) {
         let p = &mut self.threads[t];
-        p.left = m.inst.map(|i| (i, m.fills, m.own));
+        p.left = m.inst.map(|i| (i, m.fills, m.streamer_fills, m.own));
         if let Some((mut rec, at)) = p.open.take() {
             rec.llc_misses.push(m.llc_misses - at);
             rec.ms = m.ms - rec.start_ms;
@@ -171,7 +182,8 @@ mod tests {
     use super::*;
 
     /// A run's bins split its misses, the partial last bin included; what the LLC did
-    /// while the thread was away is attached to its next run on the same instance;
+    /// while the thread was away (its fills, and the streamer's among them) is attached
+    /// to its next run on the same instance;
     /// a stale bin timer changes nothing.
     #[test]
     fn runs_bins_and_off_cpu() {
@@ -184,6 +196,7 @@ mod tests {
                     llc_misses: 10,
                     inst: Some(0),
                     fills: 500,
+                    streamer_fills: 200,
                     own: 0,
                     lines: 1000,
                 },
@@ -198,6 +211,7 @@ mod tests {
                 llc_misses: 47,
                 inst: Some(0),
                 fills: 900,
+                streamer_fills: 450,
                 own: 300,
                 ..Default::default()
             },
@@ -211,6 +225,7 @@ mod tests {
                     llc_misses: 47,
                     inst: Some(0),
                     fills: 1600,
+                    streamer_fills: 1000,
                     own: 120,
                     lines: 1000,
                 },
@@ -237,6 +252,7 @@ mod tests {
             r[1].off_cpu,
             Some(OffCpu {
                 fills: 700,
+                streamer_fills: 550,
                 own_lines_left: 300,
                 own_lines_back: 120,
                 llc_lines: 1000
@@ -258,6 +274,7 @@ mod tests {
                     llc_misses: 0,
                     inst: Some(0),
                     fills: 0,
+                    streamer_fills: 0,
                     own: 0,
                     lines: 10
                 }
@@ -283,6 +300,7 @@ mod tests {
                 llc_misses: 5,
                 inst: Some(1),
                 fills: 7,
+                streamer_fills: 2,
                 own: 0,
                 lines: 10,
             },
