@@ -61,9 +61,8 @@ struct ThreadProfile {
     open: Option<(SliceRecord, u64)>,
     /// Incremented at each switch-in, so that a bin timer of an earlier run is ignored.
     gen: u64,
-    /// When it was last switched out: (LLC instance, instance fills, of them the
-    /// streamer's, own lines).
-    left: Option<(usize, u64, u64, u64)>,
+    /// What the profiler read when it was last switched out on a CPU with an LLC.
+    left: Option<Moment>,
     runs: Vec<SliceRecord>,
 }
 
@@ -123,11 +122,12 @@ impl SliceProfiler {
             self.dropped += 1;
             return None;
         }
-        let off_cpu = match (left, m.inst) {
-            (Some((i, f0, s0, own0)), Some(i2)) if i == i2 => Some(OffCpu {
-                fills: m.fills - f0,
-                streamer_fills: m.streamer_fills - s0,
-                own_lines_left: own0,
+        let off_cpu = match left {
+            // `left` is only kept with an instance, so this is the same instance
+            Some(l) if l.inst == m.inst => Some(OffCpu {
+                fills: m.fills - l.fills,
+                streamer_fills: m.streamer_fills - l.streamer_fills,
+                own_lines_left: l.own,
                 own_lines_back: m.own,
                 llc_lines: m.lines,
             }),
@@ -163,7 +163,7 @@ impl SliceProfiler {
     /// Thread `t` switched out at moment `m`.
     pub(crate) fn switched_out(&mut self, t: usize, m: &Moment) {
         let p = &mut self.threads[t];
-        p.left = m.inst.map(|i| (i, m.fills, m.streamer_fills, m.own));
+        p.left = m.inst.is_some().then_some(*m);
         if let Some((mut rec, at)) = p.open.take() {
             rec.llc_misses.push(m.llc_misses - at);
             rec.ms = m.ms - rec.start_ms;
