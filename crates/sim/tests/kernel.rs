@@ -107,6 +107,21 @@ fn custom_slices_cut_context_switches() {
         long.kernel.context_switches
     );
     assert!(long.kernel.context_switches >= 6);
+    // the same through a chain: the pin from one policy, the slice from the `timeslice`
+    // policy; both directives must hold (both threads on CPU 0, 45 ms slices)
+    let spec = cachesched_policies::PolicySpec::parse("timeslice:slice_ms=45").unwrap();
+    let chain = cachesched_policies::Chain::new(vec![
+        Box::new(pin(None)),
+        cachesched_policies::build_policy(&spec),
+    ]);
+    let chained = simulate_with(&base, Box::new(chain)).unwrap();
+    assert!(
+        short.kernel.context_switches > 4 * chained.kernel.context_switches,
+        "{} vs {}",
+        short.kernel.context_switches,
+        chained.kernel.context_switches
+    );
+    assert!(chained.cpus[1].busy_fraction < 0.01, "{:?}", chained.cpus);
 }
 
 #[test]
