@@ -367,6 +367,16 @@ impl ThreadGroup {
         }
     }
 
+    /// A group of `count` threads running `model`, a locality model given in full rather
+    /// than a named profile (its name in results is "custom" unless `label` is set).
+    pub fn custom(model: LocalityModel, count: u32) -> ThreadGroup {
+        ThreadGroup {
+            profile: None,
+            model: Some(model),
+            ..ThreadGroup::of("", count)
+        }
+    }
+
     /// The group's label in results: `label` if given, else the profile's name,
     /// `real:NAME` for a real program, the trace file's stem, "phased" or "custom"
     /// (reads nothing).

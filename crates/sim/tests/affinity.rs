@@ -24,9 +24,7 @@ fn homes_keep_working_sets_warm_and_load_balanced() {
     let mut sleepy = cachesched_sim::workload::profile("large").unwrap();
     sleepy.run_ms = Some(2.0);
     sleepy.sleep_ms = Some(0.5);
-    let mut g = ThreadGroup::of("large", 6);
-    g.profile = None;
-    g.model = Some(sleepy);
+    let g = ThreadGroup::custom(sleepy, 6);
     let base = run(vec![g.clone()], false, 150.0);
     let aff = run(vec![g], true, 150.0);
     eprintln!(
@@ -56,10 +54,7 @@ fn homes_rebalance_when_one_empties() {
         if i % 2 == 0 {
             m.instructions = Some(5_000_000);
         }
-        let mut g = ThreadGroup::of("medium", 1);
-        g.profile = None;
-        g.model = Some(m);
-        threads.push(g);
+        threads.push(ThreadGroup::custom(m, 1));
     }
     let r = run(threads, true, 400.0);
     assert_eq!(r.threads.iter().filter(|t| t.exited).count(), 3);
@@ -150,9 +145,7 @@ fn l2_affinity_matters_across_chips_and_l1_affinity_does_not() {
     k.affinity_oblivious = false;
     for seed in [1, 2, 3] {
         let run = |bv: &str| {
-            let mut g = ThreadGroup::of("l1-resident", 1);
-            g.profile = None;
-            g.model = Some(LocalityModel::single(24, Pattern::Random, 3.0));
+            let mut g = ThreadGroup::custom(LocalityModel::single(24, Pattern::Random, 3.0), 1);
             g.label = Some("main".into());
             g.cpus = Some(vec![0]);
             let mut b = ThreadGroup::of(bv, 1);

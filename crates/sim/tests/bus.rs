@@ -66,9 +66,7 @@ fn run(gap: f64, code_kb: u64) -> (f64, f64, f64) {
     m.write_fraction = 0.0;
     m.code_kb = code_kb;
     m.code_layout = CodeLayout::Loop;
-    let mut g = ThreadGroup::of("x", 64);
-    g.profile = None;
-    g.model = Some(m);
+    let g = ThreadGroup::custom(m, 64);
     let mut cfg = SimConfig::new("niagara-2c", vec![g]);
     cfg.machine = MachineSpec::Custom(Box::new(machine()));
     cfg.duration_ms = 12.0;

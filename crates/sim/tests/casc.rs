@@ -178,12 +178,10 @@ fn late_arrivals_are_measured_and_exits_rebucketize() {
     late.start_ms = 200.0;
     threads.push(late);
     // three twolf threads finish early
-    let mut short = ThreadGroup::of("twolf", 3);
-    short.label = Some("short".into());
     let mut m = cachesched_sim::workload::profile("twolf").unwrap();
     m.instructions = Some(1_500_000);
-    short.profile = None;
-    short.model = Some(m);
+    let mut short = ThreadGroup::custom(m, 3);
+    short.label = Some("short".into());
     threads.push(short);
     let r = run(threads, Some(CascConfig::default()), 100.0, 1000.0);
     let exited = r.threads.iter().filter(|t| t.exited).count();

@@ -253,10 +253,7 @@ fn a_segment_that_never_changes_is_still_delivered_in_pieces() {
 }
 
 fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
-    let mut g = ThreadGroup::of("compute", threads);
-    g.profile = None;
-    g.same_process = true;
-    g.model = Some(LocalityModel {
+    let model = LocalityModel {
         regions: vec![
             Region {
                 kb: 4,
@@ -285,7 +282,9 @@ fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
         run_ms: None,
         sleep_ms: None,
         instructions: None,
-    });
+    };
+    let mut g = ThreadGroup::custom(model, threads);
+    g.same_process = true;
     g
 }
 
@@ -333,12 +332,10 @@ fn cross_chip_sharing_is_remote_and_sampled() {
 /// Three `small` threads on clovertown-2x2, each computing 0.5 ms and sleeping 0.3 ms,
 /// for `ms`.
 fn bursty_threads(ms: f64) -> SimConfig {
-    let mut g = ThreadGroup::of("small", 3);
     let mut m = cachesched_sim::workload::profile("small").unwrap();
     m.run_ms = Some(0.5);
     m.sleep_ms = Some(0.3);
-    g.profile = None;
-    g.model = Some(m);
+    let g = ThreadGroup::custom(m, 3);
     let mut c = SimConfig::new("clovertown-2x2", vec![g]);
     c.duration_ms = ms;
     c
@@ -617,8 +614,7 @@ fn the_llc_can_be_partitioned_equally_and_occupancy_is_recorded() {
     // a streaming thread beside a 96 KB working set on t1-dual (256 KB, 8 ways)
     let held = |partition| {
         let mut c = cfg("t1-dual", "interferer:1,medium:1", 60.0);
-        c.threads[1].profile = None;
-        c.threads[1].model = Some(LocalityModel::single(96, Pattern::Random, 2.0));
+        c.threads[1] = ThreadGroup::custom(LocalityModel::single(96, Pattern::Random, 2.0), 1);
         c.partition = partition;
         let r = simulate(&c).unwrap();
         let last = r.timeline.last().expect("sampled");
@@ -830,11 +826,9 @@ fn stopping_after_segments_needs_a_segment() {
 /// misses, or the cold start does not show.
 #[test]
 fn slice_profile_records_cold_starts_and_off_cpu_fills() {
-    let mut g = ThreadGroup::of("huge", 2);
     let mut m = cachesched_sim::workload::profile("huge").unwrap();
     m.regions[0].kb = 3 << 10;
-    g.profile = None;
-    g.model = Some(m);
+    let mut g = ThreadGroup::custom(m, 2);
     g.cpus = Some(vec![0]);
     let mut c = SimConfig::new("core2-4m", vec![g]);
     c.duration_ms = 250.0;

@@ -9,10 +9,7 @@ use cachesched_sim::*;
 
 /// `n` CPU-bound threads with 4 KB of data and long chunks (cheap to simulate).
 fn hogs(n: u32) -> ThreadGroup {
-    let mut g = ThreadGroup::of("compute", n);
-    g.profile = None;
-    g.model = Some(LocalityModel::single(4, Pattern::Random, 300.0));
-    g
+    ThreadGroup::custom(LocalityModel::single(4, Pattern::Random, 300.0), n)
 }
 
 fn run(machine: &str, groups: Vec<ThreadGroup>, k: KernelConfig, ms: f64) -> RunResult {

@@ -13,9 +13,7 @@ use cachesched_sim::*;
 /// `slice_ms`: the `timeslice` policy's slice, or `None` for the CFS baseline's own
 /// (3 ms with four threads per CPU).
 fn run(slice_ms: Option<u32>, seed: u64) -> RunResult {
-    let mut g = ThreadGroup::of("large", 4);
-    g.profile = None;
-    g.model = Some(LocalityModel::single(1536, Pattern::Random, 10.0));
+    let mut g = ThreadGroup::custom(LocalityModel::single(1536, Pattern::Random, 10.0), 4);
     g.cpus = Some(vec![0]);
     let mut c = SimConfig::new("core2-4m", vec![g]);
     c.duration_ms = 200.0;

@@ -37,9 +37,7 @@ fn model(hot_kb: u64, warm_kb: u64) -> LocalityModel {
 }
 
 fn run(m: MachineConfig, threads: u32, model: LocalityModel) -> Point {
-    let mut g = ThreadGroup::of("compute", threads);
-    g.profile = None;
-    g.model = Some(model);
+    let g = ThreadGroup::custom(model, threads);
     let freq = m.freq_mhz as f64;
     let cores = (m.chips * m.cores_per_chip) as f64;
     let mut cfg = SimConfig::new("niagara-2c", vec![g]);
