@@ -113,10 +113,8 @@ pub(crate) fn casc_threads(replace: Option<(&str, &LocalityModel)>) -> Vec<Threa
             let p = PROFILES[i % 3];
             match replace {
                 Some((w, m)) if w == p => ThreadGroup {
-                    profile: None,
-                    model: Some(m.clone()),
                     label: Some(p.to_string()),
-                    ..ThreadGroup::of(p, 1)
+                    ..ThreadGroup::custom(m.clone(), 1)
                 },
                 _ => ThreadGroup::of(p, 1),
             }
