@@ -537,7 +537,9 @@ fn mixes_section(
         sec += &crate::affinity_report::analysis(sc, done, out)?;
     }
     if sc.analyses.iter().any(|x| x == "timeslice") {
-        sec += &crate::timeslice_report::analysis(sc, done, out)?;
+        let (md, ok) = crate::timeslice_report::analysis(sc, done, out)?;
+        sec += &md;
+        all_ok &= ok;
     }
     Ok((sec, all_ok))
 }

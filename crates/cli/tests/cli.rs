@@ -580,6 +580,77 @@ change_pct = [-5, 5]
     }
 }
 
+/// The timeslice analysis on two tiny mixes of four threads on one CPU each: the
+/// improvement table against CFS, with the fewest slices any thread of each variant
+/// began in a window. With 60 ms slices a 100 ms window holds no round of four threads,
+/// so its check fails (exit status 1, the variant named TOO SHORT); with 4 ms slices
+/// every variant passes. Fails if the window check looks only at the first variant
+/// (CFS, whose slices are short) or the table loses its column.
+#[test]
+fn reproduce_timeslice_checks_every_variants_window() {
+    let d = tmp("timeslice-window");
+    let ex = d.join("experiments").join("timeslice");
+    std::fs::create_dir_all(&ex).unwrap();
+    let scenario = |slice: u32| {
+        format!(
+            r#"name = "ts-window"
+description = "tiny"
+machine = "t1-dual"
+duration_ms = 120
+warmup_ms = 20
+seeds = [1, 2]
+metrics = ["ips"]
+analyses = ["timeslice"]
+min_quanta = 3
+
+[[mixes]]
+label = "a"
+threads = [
+  {{ profile = "small", cpus = [0] }}, {{ profile = "medium", cpus = [0] }},
+  {{ profile = "small", cpus = [0] }}, {{ profile = "medium", cpus = [0] }},
+]
+
+[[mixes]]
+label = "b"
+threads = [
+  {{ profile = "medium", cpus = [1] }}, {{ profile = "small", cpus = [1] }},
+  {{ profile = "medium", cpus = [1] }}, {{ profile = "small", cpus = [1] }},
+]
+
+[[variants]]
+label = "cfs"
+
+[[variants]]
+label = "slice"
+policies = [{{ name = "timeslice", slice_ms = {slice} }}]
+"#
+        )
+    };
+    let args = |out: &str| {
+        vec![
+            "reproduce".to_string(),
+            "timeslice".into(),
+            "--experiments".into(),
+            d.join("experiments").to_str().unwrap().into(),
+            "--out".into(),
+            d.join(out).to_str().unwrap().into(),
+        ]
+    };
+    std::fs::write(ex.join("w.toml"), scenario(60)).unwrap();
+    let out = bin().args(args("long")).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let md = std::fs::read_to_string(d.join("long/timeslice/paper-vs-measured.md")).unwrap();
+    assert!(md.contains("| fewest slices |"), "{md}");
+    assert!(md.contains("**TOO SHORT** for `slice`"), "{md}");
+    std::fs::write(ex.join("w.toml"), scenario(4)).unwrap();
+    let _ = run_ok(&args("short").iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    let md = std::fs::read_to_string(d.join("short/timeslice/paper-vs-measured.md")).unwrap();
+    assert!(
+        md.contains("| fewest slices |") && !md.contains("TOO SHORT"),
+        "{md}"
+    );
+}
+
 /// A scenario of several mixes with the cache-fair analysis: each mix runs on its own
 /// (its own directory), every run ends when the principal's work segment is done, and
 /// the section has the variability table (with a partitioned baseline, §5.5), the
