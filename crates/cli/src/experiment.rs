@@ -734,7 +734,7 @@ impl Scenario {
 }
 
 /// The checks of a scenario's measured windows, as a Markdown list, and whether they
-/// passed: every thread of the first variant got at least `min_quanta` quanta; every
+/// passed: every thread of every variant got at least `min_quanta` quanta; every
 /// policy that reports when its measurements were done (`steady_ms`) was steady before
 /// the warm-up ended; and, reported for judgement, how the first variant's L2 miss
 /// ratio moves from the first to the second half of the window (a cold cache still
@@ -748,27 +748,43 @@ pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool)
         .filter(|(j, _)| j.variant == 0)
         .collect();
     if sc.min_quanta > 0 {
-        let fewest = base
-            .iter()
-            .flat_map(|(j, r)| {
-                r.threads
-                    .iter()
-                    .filter(|t| !t.exited)
-                    .map(move |t| (t.slices, &t.name, j))
+        // Every variant is counted: the first is often the baseline with the shortest
+        // slices, and a window long enough for it can hold no slice of a longer one.
+        let per_variant: Vec<(usize, u64, &String, &Job)> = (0..sc.variants.len())
+            .filter_map(|v| {
+                jobs.iter()
+                    .zip(runs)
+                    .filter(|(j, _)| j.variant == v)
+                    .flat_map(|(j, r)| {
+                        r.threads
+                            .iter()
+                            .filter(|t| !t.exited)
+                            .map(move |t| (v, t.slices, &t.name, j))
+                    })
+                    .min_by_key(|a| a.1)
             })
-            .min_by_key(|a| a.0);
-        if let Some((q, name, j)) = fewest {
-            let pass = q >= sc.min_quanta as u64;
-            ok &= pass;
+            .collect();
+        if let Some(&(v, q, name, j)) = per_variant.iter().min_by_key(|a| a.1) {
+            let short: Vec<String> = per_variant
+                .iter()
+                .filter(|a| a.1 < u64::from(sc.min_quanta))
+                .map(|a| format!("`{}`", sc.variants[a.0].label))
+                .collect();
+            ok &= short.is_empty();
             md += &format!(
-                "- Window length: the fewest quanta any thread of `{}` received in a measured \
-                 window is {q} ({name}, seed {}{}), against at least {} required: {}. \
-                 (Counted by the kernel: slices begun in the window, one per dispatch.)\n",
-                sc.variants[0].label,
+                "- Window length: the fewest quanta any thread of any variant received in a \
+                 measured window is {q} (`{}`, {name}, seed {}{}), against at least {} \
+                 required: {}. (Counted by the kernel: slices begun in the window, one per \
+                 dispatch.)\n",
+                sc.variants[v].label,
                 j.seed,
                 j.llc_kb.map_or(String::new(), |k| format!(", {k} KB")),
                 sc.min_quanta,
-                if pass { "long enough" } else { "**TOO SHORT**" }
+                if short.is_empty() {
+                    "long enough".to_string()
+                } else {
+                    format!("**TOO SHORT** for {}", short.join(", "))
+                }
             );
         }
     }

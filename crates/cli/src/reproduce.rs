@@ -537,9 +537,7 @@ fn mixes_section(
         sec += &crate::affinity_report::analysis(sc, done, out)?;
     }
     if sc.analyses.iter().any(|x| x == "timeslice") {
-        let (md, ok) = crate::timeslice_report::analysis(sc, done, out)?;
-        sec += &md;
-        all_ok &= ok;
+        sec += &crate::timeslice_report::analysis(sc, done, out)?;
     }
     Ok((sec, all_ok))
 }
