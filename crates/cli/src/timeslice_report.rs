@@ -6,7 +6,9 @@
 //!   paired by seed.
 //! - **Figures 5–8 and 10** (a variant labelled `cfs` and others): each mix is a set of
 //!   programs; a program's *runtime* for fixed work is the inverse of its instructions
-//!   per ms over the measured window while its mix runs; a variant's *improvement* is
+//!   per ms on a CPU times the run's mean CPU share over the measured window (its
+//!   progress with the equal long-run share; the window's own shares are quantized by
+//!   long slices, see `rate`); a variant's *improvement* is
 //!   `100 · (1 − geomean over every program of every mix of runtime(variant) /
 //!   runtime(cfs))`, per seed, then mean and 95% interval over seeds (the spread over
 //!   the programs is shown too, as the paper's error bars are); LLC misses for the same
@@ -135,9 +137,28 @@ impl<'a> Data<'a> {
     }
 }
 
-/// A thread's instructions per ms of the measured window.
+/// A thread's rate of progress for fixed work, instructions per ms: its instructions
+/// per ms on a CPU times the run's mean CPU share (the time on a CPU that each thread
+/// gets in the long run, when shares are equal, less what context switches take).
+/// Not its instructions over the window: a window of a few rounds of long slices gives
+/// some threads one slice more than others (shares 280 against 240 ms in a 900 ms
+/// window of 70 ms slices among four), which would move a program's rate by up to a
+/// sixth, a quantization of the window that a run of fixed work does not have.
 fn rate(t: &cachesched_sim::result::ThreadResult, r: &RunResult) -> f64 {
-    t.counters.instructions as f64 / r.measured_ms.max(1e-9)
+    let shares: Vec<f64> = r
+        .threads
+        .iter()
+        .filter(|t| !t.exited)
+        .map(|t| t.cpu_share)
+        .collect();
+    fair_rate(t.counters.instructions, t.cpu_share, &shares, r.measured_ms)
+}
+
+/// [`rate`] from its parts: `instructions` retired in `share` of a `window_ms` window,
+/// among threads whose shares are `shares`.
+fn fair_rate(instructions: u64, share: f64, shares: &[f64], window_ms: f64) -> f64 {
+    let mean_share = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
+    instructions as f64 / (share * window_ms).max(1e-9) * mean_share
 }
 
 /// A thread's LLC misses per instruction.
@@ -301,7 +322,9 @@ fn improvements(
     let mut md = String::from(
         "**Runtime improvement against CFS** (Figures 5–8, 10): per seed, `100 · (1 − \
          geomean over the programs of runtime / runtime under cfs)` (runtime: the inverse \
-         of a program's instructions per ms while its mix runs); spread: the standard \
+         of a program's instructions per ms on a CPU times the run's mean CPU share, its \
+         progress with an equal share; the window's own shares vary with where it cut the \
+         rounds of long slices); spread: the standard \
          deviation of the per-program improvements (the paper's error bars); LLC misses for \
          the same work (misses per instruction) in all and per program (geometric mean); \
          CPU-share CV: the spread of the threads' shares of CPU time; fewest slices: the \
@@ -749,6 +772,24 @@ mod tests {
     fn geomean_of_ratios() {
         assert!((geomean([2.0, 8.0].into_iter()) - 4.0).abs() < 1e-12);
         assert!(geomean(std::iter::empty()).is_nan());
+    }
+
+    /// Four threads of one speed (1,000 instructions per ms on a CPU) whose window
+    /// gave one of them a slice less progress at the same rate, and a slower one: the
+    /// window's shares do not move a rate, the speed on the CPU does, and time lost to
+    /// context switches (shares summing below one) lowers every rate alike. Fails if the
+    /// rate is taken over the window (the short-changed thread would be 15% slower).
+    #[test]
+    fn rates_do_not_depend_on_where_the_window_cut_the_rounds() {
+        let shares = [0.26, 0.26, 0.26, 0.22];
+        let full = fair_rate(260_000, 0.26, &shares, 1000.0);
+        let cut = fair_rate(220_000, 0.22, &shares, 1000.0);
+        assert!((full - cut).abs() < 1e-9, "{full} {cut}");
+        assert!((full - 250.0).abs() < 1e-9, "{full}");
+        let slow = fair_rate(130_000, 0.26, &shares, 1000.0);
+        assert!((slow / full - 0.5).abs() < 1e-12);
+        let switching = [0.24; 4];
+        assert!((fair_rate(240_000, 0.24, &switching, 1000.0) - 240.0).abs() < 1e-9);
     }
 
     #[test]
