@@ -10,6 +10,7 @@ use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::result::mean_ci95;
+use cachesched_sim::result::ThreadResult;
 use cachesched_sim::{
     Baseline, KernelConfig, MachineSpec, RunResult, SimConfig, SimError, Simulation, ThreadGroup,
 };
@@ -733,6 +734,15 @@ impl Scenario {
     }
 }
 
+/// The thread still running that began the fewest slices (quanta) in run `r`'s
+/// measured window (`None` if none is running).
+pub fn fewest_slices(r: &RunResult) -> Option<&ThreadResult> {
+    r.threads
+        .iter()
+        .filter(|t| !t.exited)
+        .min_by_key(|t| t.slices)
+}
+
 /// The checks of a scenario's measured windows, as a Markdown list, and whether they
 /// passed: every thread of every variant got at least `min_quanta` quanta; every
 /// policy that reports when its measurements were done (`steady_ms`) was steady before
@@ -755,12 +765,7 @@ pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool)
                 jobs.iter()
                     .zip(runs)
                     .filter(|(j, _)| j.variant == v)
-                    .flat_map(|(j, r)| {
-                        r.threads
-                            .iter()
-                            .filter(|t| !t.exited)
-                            .map(move |t| (v, t.slices, &t.name, j))
-                    })
+                    .filter_map(|(j, r)| fewest_slices(r).map(|t| (v, t.slices, &t.name, j)))
                     .min_by_key(|a| a.1)
             })
             .collect();

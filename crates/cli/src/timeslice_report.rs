@@ -219,7 +219,7 @@ fn fewest_slices(data: &Data<'_>, v: usize) -> Option<u64> {
     data.runs
         .iter()
         .flat_map(|m| m[v].values())
-        .flat_map(|r| r.threads.iter().filter(|t| !t.exited).map(|t| t.slices))
+        .filter_map(|r| crate::experiment::fewest_slices(r).map(|t| t.slices))
         .min()
 }
 
