@@ -964,24 +964,40 @@ fn burn_chases_a_working_set_for_fixed_work() {
 /// `burn --profile-bin-us`: a thread that alternates 3 ms of chasing with 4 ms of
 /// sleep returns to its CPU after every sleep; each return is a run binned from its
 /// start. Fails if the sleeps are not seen as returns, if a run's whole bins are not
-/// all counted, or if bad uses of the option are not named.
+/// all counted, or if bad uses of the option are not named. On a loaded machine a
+/// preemption can cut every 3 ms run short of 2.5 ms; the burn is then repeated, up to
+/// three times, and a profile that never shows a whole run fails.
 #[test]
 fn burn_profiles_every_return_to_the_cpu() {
-    let out = run_ok(&[
-        "burn",
-        "--chase-kb",
-        "64",
-        "--ms",
-        "70",
-        "--work-us",
-        "3000",
-        "--sleep-us",
-        "4000",
-        "--profile-bin-us",
-        "500",
-        "--report",
-    ]);
-    let l: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let burn = || -> serde_json::Value {
+        let out = run_ok(&[
+            "burn",
+            "--chase-kb",
+            "64",
+            "--ms",
+            "70",
+            "--work-us",
+            "3000",
+            "--sleep-us",
+            "4000",
+            "--profile-bin-us",
+            "500",
+            "--report",
+        ]);
+        serde_json::from_str(out.lines().next().unwrap()).unwrap()
+    };
+    let whole = |l: &serde_json::Value| {
+        l["run_profile"]["runs_per_bin"]
+            .as_array()
+            .is_some_and(|b| b.len() >= 5)
+    };
+    let mut l = burn();
+    for _ in 1..3 {
+        if whole(&l) {
+            break;
+        }
+        l = burn();
+    }
     let p = &l["run_profile"];
     let (runs, rounds) = (p["runs"].as_u64().unwrap(), l["rounds"].as_u64().unwrap());
     // every sleep but the last is followed by a return (the first run is not one); a
