@@ -277,6 +277,11 @@ fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// Runs every paper's scenario files and writes each paper's paper-against-measured
 /// report; exit code 0, or 130 if interrupted, or 1 if a check of the measured windows
 /// failed (the reports say which).
+/// The name of the comparison across a paper's files (its docs block
+/// `reproduce PAPER/across-files`), written when two or more of its files can be
+/// compared ([`crate::timeslice_report::compared`]).
+const ACROSS: &str = "across-files";
+
 fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
     if a.seeds.len() == 1 {
         eprintln!("note: one seed gives no confidence intervals");
@@ -348,6 +353,10 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
                 docs_block::find(&text, &format!("reproduce {paper}/{stem}"))
                     .with_context(|| format!("in '{}'", doc.display()))?;
             }
+            if crate::timeslice_report::compared(&scs.iter().map(|s| &s.1).collect::<Vec<_>>()) {
+                docs_block::find(&text, &format!("reproduce {paper}/{ACROSS}"))
+                    .with_context(|| format!("in '{}'", doc.display()))?;
+            }
         }
     }
     let command = |paper: &str, stem: &str| {
@@ -366,6 +375,9 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
              plots) in its own directory.\n\n"
         );
         let mut sections = Vec::new();
+        let across =
+            crate::timeslice_report::compared(&scs.iter().map(|s| &s.1).collect::<Vec<_>>());
+        let mut curves = Vec::new();
         for (stem, sc, planned) in scs {
             let (stem, sc) = (&stem, &sc);
             let mut done = Vec::new();
@@ -394,6 +406,24 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             all_ok &= ok;
             md += &sec;
             sections.push((stem.clone(), sec));
+            if across {
+                curves.extend(crate::timeslice_report::curve(stem, sc, &done));
+            }
+        }
+        if across {
+            let stems: Vec<&str> = curves.iter().map(|c| c.stem()).collect();
+            let cmd = format!(
+                "cachesched reproduce {paper} {}{}",
+                stems
+                    .iter()
+                    .map(|s| format!("--only {s}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                if a.quick { " --quick" } else { "" }
+            );
+            let sec = crate::timeslice_report::across_files(&curves, &cmd, &dir)?;
+            md += &sec;
+            sections.push((ACROSS.to_string(), sec));
         }
         write_report(&dir.join("paper-vs-measured.md"), &md)?;
         if let Some(docs) = &a.docs {

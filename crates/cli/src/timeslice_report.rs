@@ -190,6 +190,21 @@ fn slice_of(sc: &Scenario, v: usize) -> Option<f64> {
     })
 }
 
+/// Per program of every mix of seed `s`, its runtime under variant `v` over its runtime
+/// under `cfs` (the inverse ratio of their [`rate`]s).
+fn runtime_ratios(data: &Data<'_>, s: u64, v: usize, cfs: usize) -> Vec<f64> {
+    data.pairs(s, (v, cfs), &rate)
+        .iter()
+        .map(|(x, y)| y / x)
+        .collect()
+}
+
+/// The runtime improvement of runtime `ratios` (variant over CFS), %:
+/// `100 · (1 − geomean)`.
+fn improvement(ratios: &[f64]) -> f64 {
+    100.0 * (1.0 - geomean(ratios.iter().copied()))
+}
+
 /// The analysis section; plots are written to `out`.
 pub fn analysis(
     sc: &Scenario,
@@ -362,13 +377,11 @@ fn improvements(
         let mut all = Vec::new();
         let mut per = Vec::new();
         for &s in &seeds {
-            let r = data.pairs(s, (v, cfs), &rate);
-            if r.is_empty() {
+            let ratios = runtime_ratios(data, s, v, cfs);
+            if ratios.is_empty() {
                 continue;
             }
-            // runtime ratio = rate(cfs) / rate(v)
-            let ratios: Vec<f64> = r.iter().map(|(x, y)| y / x).collect();
-            imp.push(100.0 * (1.0 - geomean(ratios.iter().copied())));
+            imp.push(improvement(&ratios));
             let each: Vec<f64> = ratios.iter().map(|q| 100.0 * (1.0 - q)).collect();
             let mean = each.iter().sum::<f64>() / each.len() as f64;
             spread.push(
@@ -731,6 +744,268 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
 }
 
 /// The paper's values against the measured.
+/// How a scenario's mixes sit on the machine, for the comparison across files: the
+/// number of CPUs its programs are bound to and the programs per CPU, when it has a
+/// `cfs` variant and a static slice variant and every mix binds the same number of
+/// single-CPU programs to each of the same number of CPUs (`None` otherwise).
+fn layout(sc: &Scenario) -> Option<(usize, usize)> {
+    let has = |f: &dyn Fn(usize) -> bool| (0..sc.variants.len()).any(f);
+    if !has(&|v| sc.variants[v].label == "cfs")
+        || !has(&|v| sc.variants[v].label != "cfs" && slice_of(sc, v).is_some())
+    {
+        return None;
+    }
+    let per_cpu = |threads: &[cachesched_sim::config::ThreadGroup]| {
+        let mut n: BTreeMap<u32, usize> = BTreeMap::new();
+        for t in threads {
+            match t.cpus.as_deref() {
+                Some([c]) => *n.entry(*c).or_default() += t.count as usize,
+                _ => return None,
+            }
+        }
+        Some(n)
+    };
+    let first = per_cpu(&sc.mixes.first()?.threads)?;
+    let (cpus, per_core) = (first.len(), *first.values().next()?);
+    sc.mixes
+        .iter()
+        .all(|m| {
+            per_cpu(&m.threads)
+                .is_some_and(|n| n.len() == cpus && n.values().all(|&k| k == per_core))
+        })
+        .then_some((cpus, per_core))
+}
+
+/// Whether the comparison across files applies to these scenarios (two or more of
+/// them have a [`layout`]), so that `reproduce` knows before running whether it will
+/// write that section.
+pub fn compared(scs: &[&Scenario]) -> bool {
+    scs.iter().filter(|sc| layout(sc).is_some()).count() >= 2
+}
+
+/// One file's runtime improvement against CFS per static slice length, for the
+/// comparison across files.
+pub struct Curve {
+    /// The scenario file's stem.
+    stem: String,
+    /// The machine preset its runs ran on.
+    machine: String,
+    /// The CPUs its programs are bound to.
+    cpus: usize,
+    /// Programs per CPU.
+    per_core: usize,
+    /// (slice ms, improvement over seeds: mean, 95% half-width).
+    points: Vec<(f64, (f64, f64))>,
+    /// The paper's improvement values: (slice ms, low, high).
+    paper: Vec<(f64, f64, f64)>,
+}
+
+impl Curve {
+    /// The scenario file's stem.
+    pub fn stem(&self) -> &str {
+        &self.stem
+    }
+}
+
+/// The [`Curve`] of scenario file `stem` from its runs (`None` where it has no
+/// [`layout`]).
+pub fn curve(
+    stem: &str,
+    sc: &Scenario,
+    done: &[crate::cachefair_report::MixRuns],
+) -> Option<Curve> {
+    let (cpus, per_core) = layout(sc)?;
+    let data = Data::new(sc, done);
+    let cfs = sc.variants.iter().position(|v| v.label == "cfs")?;
+    let seeds = data.seeds();
+    let statics: Vec<(usize, f64)> = (0..sc.variants.len())
+        .filter(|&v| v != cfs)
+        .filter_map(|v| slice_of(sc, v).map(|ms| (v, ms)))
+        .collect();
+    let points = statics
+        .iter()
+        .map(|&(v, ms)| {
+            let imp: Vec<f64> = seeds
+                .iter()
+                .map(|&s| runtime_ratios(&data, s, v, cfs))
+                .filter(|r| !r.is_empty())
+                .map(|r| improvement(&r))
+                .collect();
+            (ms, over_seeds(&imp))
+        })
+        .collect();
+    let paper = sc
+        .paper
+        .iter()
+        .filter(|pv| pv.metric == "improvement_pct" && pv.program.is_none())
+        .filter_map(|pv| {
+            let &(_, ms) = statics
+                .iter()
+                .find(|(v, _)| sc.variants[*v].label == pv.variant)?;
+            let r = pv.range();
+            Some((ms, r[0], r[1]))
+        })
+        .collect();
+    let machine = done
+        .iter()
+        .flat_map(|d| d.3.first())
+        .map(|r| r.machine.clone())
+        .next()
+        .unwrap_or_default();
+    Some(Curve {
+        stem: stem.to_string(),
+        machine,
+        cpus,
+        per_core,
+        points,
+        paper,
+    })
+}
+
+/// The comparison across files (Figures 5–8 side by side): a table of each file's
+/// improvement per slice length with the paper's values, `across-files.svg`
+/// (improvement against slice length, one line per file and one per file's paper
+/// values) and, where files on one machine differ only in programs per core, Figure 8
+/// (`fig8-per-core.svg`). `command` made it; plots go to `out`.
+pub fn across_files(curves: &[Curve], command: &str, out: &Path) -> Result<String> {
+    let mut slices: Vec<f64> = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.0))
+        .collect();
+    slices.sort_by(f64::total_cmp);
+    slices.dedup();
+    let mut md = format!(
+        "## Across files: runtime improvement against slice length\n\nGenerated by \
+         `{command}`, from the files' own sections: each file's runtime improvement \
+         against CFS per aggregated slice length (means over seeds ± 95% half-width; the \
+         paper's value in brackets), side by side: the LLC's size on two cores (Figures 5 \
+         and 7), two against four cores (Figures 5 and 6) and the programs per core on one \
+         machine (Figure 8).\n\n| file | machine | cores | programs per core |"
+    );
+    for ms in &slices {
+        let _ = write!(md, " {} ms |", plain(*ms));
+    }
+    md += "\n|---|---|---|---|";
+    md += &"---|".repeat(slices.len());
+    md += "\n";
+    for c in curves {
+        let _ = write!(
+            md,
+            "| {} | {} | {} | {} |",
+            c.stem, c.machine, c.cpus, c.per_core
+        );
+        for ms in &slices {
+            let cell = c
+                .points
+                .iter()
+                .find(|p| p.0 == *ms)
+                .map_or("–".to_string(), |p| show(p.1, "%"));
+            let paper =
+                c.paper
+                    .iter()
+                    .find(|p| p.0 == *ms)
+                    .map_or(String::new(), |&(_, lo, hi)| {
+                        if lo == hi {
+                            format!(" [{}%]", plain(lo))
+                        } else {
+                            format!(" [{}–{}%]", plain(lo), plain(hi))
+                        }
+                    });
+            let _ = write!(md, " {cell}{paper} |");
+        }
+        md += "\n";
+    }
+    // one line per file, and one per file's paper values (a range as its interval)
+    let mut series = Vec::new();
+    for c in curves {
+        series.push(Series::with_intervals(c.stem.clone(), &c.points));
+        if !c.paper.is_empty() {
+            let pts: Vec<(f64, (f64, f64))> = c
+                .paper
+                .iter()
+                .map(|&(ms, lo, hi)| (ms, ((lo + hi) / 2.0, (hi - lo) / 2.0)))
+                .collect();
+            series.push(Series::with_intervals(format!("{} (paper)", c.stem), &pts));
+        }
+    }
+    write_file(
+        &out.join("across-files.svg"),
+        &line_chart(
+            "Longer timeslices: runtime improvement against CFS, per file",
+            "aggregated slice length (ms)",
+            "runtime improvement, geometric mean (%)",
+            &series,
+            XAxis::Linear,
+            None,
+        ),
+    )?;
+    let mut plots = vec!["across-files.svg"];
+    // Figure 8: files on one machine and the same CPUs that differ in programs per core
+    let mut same: BTreeMap<(&str, usize), Vec<&Curve>> = BTreeMap::new();
+    for c in curves {
+        same.entry((&c.machine, c.cpus)).or_default().push(c);
+    }
+    if let Some(((machine, cpus), mut group)) = same
+        .into_iter()
+        .filter(|(_, g)| {
+            let mut k: Vec<usize> = g.iter().map(|c| c.per_core).collect();
+            k.sort_unstable();
+            k.dedup();
+            k.len() >= 2 && k.len() == g.len()
+        })
+        .max_by_key(|(_, g)| g.len())
+    {
+        group.sort_by_key(|c| c.per_core);
+        let cats: Vec<f64> = slices
+            .iter()
+            .copied()
+            .filter(|ms| group.iter().all(|c| c.points.iter().any(|p| p.0 == *ms)))
+            .collect();
+        let names: Vec<String> = cats.iter().map(|ms| format!("{} ms", plain(*ms))).collect();
+        let bars: Vec<Series> = group
+            .iter()
+            .map(|c| {
+                let pts: Vec<(f64, (f64, f64))> = cats
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, ms)| Some((i as f64, c.points.iter().find(|p| p.0 == *ms)?.1)))
+                    .collect();
+                Series::with_intervals(format!("{} per core ({})", c.per_core, c.stem), &pts)
+            })
+            .collect();
+        let marks = Marks {
+            label: "paper".into(),
+            points: group
+                .iter()
+                .flat_map(|c| c.paper.iter())
+                .filter_map(|&(ms, lo, hi)| Some((cats.iter().position(|c| *c == ms)?, lo, hi)))
+                .collect(),
+        };
+        write_file(
+            &out.join("fig8-per-core.svg"),
+            &bar_chart(
+                &format!("Figure 8: programs per core, {machine} ({cpus} cores)"),
+                "aggregated slice length",
+                "runtime improvement against CFS (%)",
+                &names,
+                &bars,
+                (!marks.points.is_empty()).then_some(&marks),
+            ),
+        )?;
+        plots.push("fig8-per-core.svg");
+    }
+    let _ = writeln!(
+        md,
+        "\nPlots: {}.\n",
+        plots
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(md)
+}
+
 fn paper_table(sc: &Scenario, measured: &Measured) -> String {
     if sc.paper.is_empty() {
         return String::new();
@@ -790,6 +1065,36 @@ mod tests {
         assert!((slow / full - 0.5).abs() < 1e-12);
         let switching = [0.24; 4];
         assert!((fair_rate(240_000, 0.24, &switching, 1000.0) - 240.0).abs() < 1e-9);
+    }
+
+    /// Which shipped files the comparison across files takes, and how their programs
+    /// sit: fails if a figure's file drops out of it (or Figure 1's solo runs, Figure
+    /// 2's CFS-only runs or Figure 3's profiled slices come in) or its layout is misread.
+    #[test]
+    fn shipped_files_compared_across_are_figures_5_to_8() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/timeslice");
+        let mut got = Vec::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let f = e.unwrap().path();
+            let sc = crate::experiment::parse(&f).unwrap();
+            let stem = f.file_stem().unwrap().to_str().unwrap().to_string();
+            got.push((stem, layout(&sc)));
+        }
+        got.sort();
+        let want = [
+            ("fig1-slowdown", None),
+            ("fig2-offcpu", None),
+            ("fig3-coldstart", None),
+            ("fig5-2c16m", Some((2, 4))),
+            ("fig6-4c16m", Some((4, 4))),
+            ("fig7-2c4m", Some((2, 4))),
+            ("fig8-2-per-core", Some((4, 2))),
+            ("fig8-8-per-core", Some((4, 8))),
+        ];
+        let want: Vec<(String, Option<(usize, usize)>)> =
+            want.iter().map(|(s, l)| (s.to_string(), *l)).collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -584,8 +584,11 @@ change_pct = [-5, 5]
 /// improvement table against CFS, with the fewest slices any thread of each variant
 /// began in a window. With 60 ms slices a 100 ms window holds no round of four threads,
 /// so its check fails (exit status 1, the variant named TOO SHORT); with 4 ms slices
-/// every variant passes. Fails if the window check looks only at the first variant
-/// (CFS, whose slices are short) or the table loses its column.
+/// every variant passes. Beside a second file of two threads per CPU, the files are
+/// compared across (improvement per slice length and file, Figure 8's plot of the
+/// programs per core, the docs block). Fails if the window check looks only at the
+/// first variant (CFS, whose slices are short), the table loses its column, or the
+/// comparison across files is missing or takes the wrong layouts.
 #[test]
 fn reproduce_timeslice_checks_every_variants_window() {
     let d = tmp("timeslice-window");
@@ -643,12 +646,60 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
     assert!(md.contains("| fewest slices |"), "{md}");
     assert!(md.contains("**TOO SHORT** for `slice`"), "{md}");
     std::fs::write(ex.join("w.toml"), scenario(4)).unwrap();
-    let _ = run_ok(&args("short").iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    // two per CPU, on one CPU as `w`'s mixes are
+    let two = scenario(4)
+        .replace("name = \"ts-window\"", "name = \"ts-two\"")
+        .split("[[mixes]]")
+        .next()
+        .unwrap()
+        .to_string()
+        + "[[mixes]]\nlabel = \"c\"\nthreads = [\n  { profile = \"small\", cpus = [0] }, \
+           { profile = \"medium\", cpus = [0] },\n]\n\n[[variants]]\nlabel = \"cfs\"\n\n\
+           [[variants]]\nlabel = \"slice\"\npolicies = [{ name = \"timeslice\", slice_ms = 4 }]\n";
+    std::fs::write(ex.join("x.toml"), two).unwrap();
+    let docs = d.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let blocks = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("<!-- reproduce timeslice/{n}: begin -->\n<!-- reproduce timeslice/{n}: end -->\n"))
+            .collect::<String>()
+    };
+    // the comparison's block is required before anything runs
+    std::fs::write(docs.join("timeslice.md"), blocks(&["w", "x"])).unwrap();
+    let mut with_docs = args("short");
+    with_docs.extend(["--docs".to_string(), docs.to_str().unwrap().into()]);
+    let e = run_err(&with_docs.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    assert!(e.contains("reproduce timeslice/across-files"), "{e}");
+    assert!(
+        !d.join("short").exists(),
+        "nothing runs before the docs are checked"
+    );
+    std::fs::write(
+        docs.join("timeslice.md"),
+        blocks(&["w", "x", "across-files"]),
+    )
+    .unwrap();
+    let _ = run_ok(&with_docs.iter().map(|s| s.as_str()).collect::<Vec<_>>());
     let md = std::fs::read_to_string(d.join("short/timeslice/paper-vs-measured.md")).unwrap();
     assert!(
         md.contains("| fewest slices |") && !md.contains("TOO SHORT"),
         "{md}"
     );
+    let across = md
+        .split("## Across files")
+        .nth(1)
+        .expect("the comparison across files");
+    assert!(across.contains("| w | t1-dual | 1 | 4 |"), "{across}");
+    assert!(across.contains("| x | t1-dual | 1 | 2 |"), "{across}");
+    let svg = std::fs::read_to_string(d.join("short/timeslice/fig8-per-core.svg")).unwrap();
+    assert!(
+        svg.contains("2 per core (x)") && svg.contains("4 per core (w)"),
+        "{svg}"
+    );
+    assert!(d.join("short/timeslice/across-files.svg").exists());
+    let doc = std::fs::read_to_string(docs.join("timeslice.md")).unwrap();
+    assert!(doc.contains("### Across files"), "{doc}");
 }
 
 /// A scenario of several mixes with the cache-fair analysis: each mix runs on its own
