@@ -745,12 +745,13 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
 
 /// The paper's values against the measured.
 /// How a scenario's mixes sit on the machine, for the comparison across files: the
-/// number of CPUs its programs are bound to and the programs per CPU, when it has a
-/// `cfs` variant and a static slice variant and every mix binds the same number of
+/// number of CPUs its programs are bound to and the programs per CPU, when it has the
+/// timeslice analysis, a `cfs` variant and a static slice variant and every mix binds the same number of
 /// single-CPU programs to each of the same number of CPUs (`None` otherwise).
 fn layout(sc: &Scenario) -> Option<(usize, usize)> {
     let has = |f: &dyn Fn(usize) -> bool| (0..sc.variants.len()).any(f);
-    if !has(&|v| sc.variants[v].label == "cfs")
+    if !sc.analyses.iter().any(|a| a == "timeslice")
+        || !has(&|v| sc.variants[v].label == "cfs")
         || !has(&|v| sc.variants[v].label != "cfs" && slice_of(sc, v).is_some())
     {
         return None;
