@@ -176,9 +176,12 @@ fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// The slice length of a variant's timeslice policy, ms (0 for the baseline; `None`
-/// for anything else).
+/// for anything else, such as a partitioned LLC).
 fn slice_of(sc: &Scenario, v: usize) -> Option<f64> {
     let var = &sc.variants[v];
+    if var.partition.is_some() {
+        return None;
+    }
     if var.label == "cfs" {
         return Some(0.0);
     }
@@ -687,25 +690,44 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
                 None,
             ),
         )?;
-        // Figure 11: α and the estimate
+        // Figure 11: α and the estimate, beside the partitioned runs where there are
         if !alphas.is_empty() && nb >= 5 {
+            let parts = partitioned(sc, data);
             let _ = write!(
                 md,
-                "\n**Ideal partitioning beyond {} ms slices** (Figure 11): per run, α = the \
-                 misses of its fifth {} ms bin over its first; the paper's estimate of the \
-                 misses ideal partitioning would avoid beyond the slices, `(1 − α) / (1 + \
-                 4α)`, averaged over runs.\n\n| program | runs | α: 25th | median | 75th | \
-                 estimated misses avoided |\n|---|---|---|---|---|---|\n",
-                plain(s),
+                "\n**Ideal partitioning beyond {} ms slices** (Figure 11): per run of `{}`, α \
+                 = the misses of its fifth {} ms bin over its first; the paper's estimate of \
+                 the misses ideal partitioning would avoid beyond slices of five bins, `(1 − \
+                 α) / (1 + 4α)`, averaged over runs.",
+                plain(5.0 * bin_ms),
+                sc.variants[v].label,
                 plain(bin_ms)
             );
+            if !parts.is_empty() {
+                md += " Measured: the LLC equally way-partitioned among the threads against \
+                       the same variant unpartitioned, per program, the LLC misses per \
+                       instruction avoided and the runtime improvement (geometric means over \
+                       the program's runs in every mix and seed; a partition also takes \
+                       capacity from the programs whose data outgrow it).";
+            }
+            md += "\n\n| program | runs | α: 25th | median | 75th | estimated misses avoided |";
+            for (pv, bv, _) in &parts {
+                let (pl, bl) = (&sc.variants[*pv].label, &sc.variants[*bv].label);
+                let _ = write!(
+                    md,
+                    " `{pl}` against `{bl}`: misses avoided | runtime improvement |"
+                );
+            }
+            md += "\n|---|---|---|---|---|---|";
+            md += &"---|---|".repeat(parts.len());
+            md += "\n";
             let mut cdf = Vec::new();
             for (p, a) in &mut alphas {
                 // sorted first: the CDF below is drawn from the sorted values
                 let q25 = quantile(a, 0.25);
                 let gain: f64 =
                     a.iter().map(|x| (1.0 - x) / (1.0 + 4.0 * x)).sum::<f64>() / a.len() as f64;
-                let _ = writeln!(
+                let _ = write!(
                     md,
                     "| {p} | {} | {} | {} | {} | {}% |",
                     a.len(),
@@ -714,6 +736,11 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
                     plain(quantile(a, 0.75)),
                     plain(100.0 * gain)
                 );
+                for (_, _, by) in &parts {
+                    let (m, r) = by.get(p.as_str()).copied().unwrap_or((f64::NAN, f64::NAN));
+                    let _ = write!(md, " {}% | {}% |", plain(m), plain(r));
+                }
+                md += "\n";
                 cdf.push(Series {
                     label: p.clone(),
                     points: a
@@ -743,11 +770,63 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
     Ok(md)
 }
 
-/// The paper's values against the measured.
+/// Per program: LLC misses per instruction avoided and runtime improvement, %.
+type PerProgram = BTreeMap<String, (f64, f64)>;
+
+/// Each variant with a partitioned LLC, its sibling without (the same policies,
+/// baseline and threads), and per program: the LLC misses per instruction it avoids
+/// against the sibling and its runtime improvement, % (from geometric means of the
+/// ratios over every run of the program in every mix and seed).
+fn partitioned(sc: &Scenario, data: &Data<'_>) -> Vec<(usize, usize, PerProgram)> {
+    let mut out = Vec::new();
+    for (pv, p) in sc.variants.iter().enumerate() {
+        if p.partition.is_none() {
+            continue;
+        }
+        let Some(bv) = sc.variants.iter().position(|b| {
+            b.partition.is_none()
+                && b.policies == p.policies
+                && b.baseline == p.baseline
+                && b.threads.is_none()
+                && p.threads.is_none()
+        }) else {
+            continue;
+        };
+        let mut ratios: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+        for mix in &data.runs {
+            for (seed, a) in &mix[pv] {
+                let Some(b) = mix[bv].get(seed) else {
+                    continue;
+                };
+                for (ta, tb) in a.threads.iter().zip(&b.threads) {
+                    let (ma, mb, ra, rb) = (mpi(ta, a), mpi(tb, b), rate(ta, a), rate(tb, b));
+                    let e = ratios.entry(ta.name.clone()).or_default();
+                    if ma > 0.0 && mb > 0.0 {
+                        e.0.push(ma / mb);
+                    }
+                    if ra > 0.0 && rb > 0.0 {
+                        e.1.push(rb / ra);
+                    }
+                }
+            }
+        }
+        let per = ratios
+            .into_iter()
+            .map(|(name, (m, r))| {
+                let pct = |xs: Vec<f64>| 100.0 * (1.0 - geomean(xs.into_iter()));
+                (name, (pct(m), pct(r)))
+            })
+            .collect();
+        out.push((pv, bv, per));
+    }
+    out
+}
+
 /// How a scenario's mixes sit on the machine, for the comparison across files: the
 /// number of CPUs its programs are bound to and the programs per CPU, when it has the
-/// timeslice analysis, a `cfs` variant and a static slice variant and every mix binds the same number of
-/// single-CPU programs to each of the same number of CPUs (`None` otherwise).
+/// timeslice analysis, a `cfs` variant and a static slice variant and every mix binds
+/// the same number of single-CPU programs to each of the same number of CPUs (`None`
+/// otherwise).
 fn layout(sc: &Scenario) -> Option<(usize, usize)> {
     let has = |f: &dyn Fn(usize) -> bool| (0..sc.variants.len()).any(f);
     if !sc.analyses.iter().any(|a| a == "timeslice")
@@ -1007,6 +1086,7 @@ pub fn across_files(curves: &[Curve], command: &str, out: &Path) -> Result<Strin
     Ok(md)
 }
 
+/// The paper's values against the measured.
 fn paper_table(sc: &Scenario, measured: &Measured) -> String {
     if sc.paper.is_empty() {
         return String::new();

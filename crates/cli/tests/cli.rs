@@ -586,9 +586,11 @@ change_pct = [-5, 5]
 /// so its check fails (exit status 1, the variant named TOO SHORT); with 4 ms slices
 /// every variant passes. Beside a second file of two threads per CPU, the files are
 /// compared across (improvement per slice length and file, Figure 8's plot of the
-/// programs per core, the docs block). Fails if the window check looks only at the
+/// programs per core, the docs block), and the second file's partitioned variant is
+/// set beside Figure 11's estimate. Fails if the window check looks only at the
 /// first variant (CFS, whose slices are short), the table loses its column, or the
-/// comparison across files is missing or takes the wrong layouts.
+/// comparison across files is missing or takes the wrong layouts, or the partitioned
+/// run is not compared with its sibling.
 #[test]
 fn reproduce_timeslice_checks_every_variants_window() {
     let d = tmp("timeslice-window");
@@ -655,7 +657,9 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
         .to_string()
         + "[[mixes]]\nlabel = \"c\"\nthreads = [\n  { profile = \"small\", cpus = [0] }, \
            { profile = \"medium\", cpus = [0] },\n]\n\n[[variants]]\nlabel = \"cfs\"\n\n\
-           [[variants]]\nlabel = \"slice\"\npolicies = [{ name = \"timeslice\", slice_ms = 4 }]\n";
+           [[variants]]\nlabel = \"slice\"\npolicies = [{ name = \"timeslice\", slice_ms = 4 }]\n\n\
+           [[variants]]\nlabel = \"slice-part\"\npolicies = [{ name = \"timeslice\", slice_ms = 4 }]\n\
+           partition = \"per-thread\"\n\n[kernel]\nslice_profile_ms = 0.5\n";
     std::fs::write(ex.join("x.toml"), two).unwrap();
     let docs = d.join("docs");
     std::fs::create_dir_all(&docs).unwrap();
@@ -686,10 +690,21 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
         md.contains("| fewest slices |") && !md.contains("TOO SHORT"),
         "{md}"
     );
+    // Figure 11's estimate beside the partitioned run against its unpartitioned sibling
+    let fig11 = md.split("(Figure 11)").nth(1).expect("Figure 11's table");
+    assert!(
+        fig11.contains("`slice-part` against `slice`: misses avoided | runtime improvement |"),
+        "{fig11}"
+    );
     let across = md
         .split("## Across files")
         .nth(1)
         .expect("the comparison across files");
+    // the partitioned variant is not a slice length of its own
+    assert!(
+        across.contains("| programs per core | 4.00 ms |\n"),
+        "{across}"
+    );
     assert!(across.contains("| w | t1-dual | 1 | 4 |"), "{across}");
     assert!(across.contains("| x | t1-dual | 1 | 2 |"), "{across}");
     let svg = std::fs::read_to_string(d.join("short/timeslice/fig8-per-core.svg")).unwrap();
