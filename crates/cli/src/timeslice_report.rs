@@ -185,6 +185,11 @@ fn slice_of(sc: &Scenario, v: usize) -> Option<f64> {
     if var.label == "cfs" {
         return Some(0.0);
     }
+    static_slice(var)
+}
+
+/// The slice of a variant's static timeslice policy, ms, if it has one.
+fn static_slice(var: &crate::experiment::Variant) -> Option<f64> {
     var.policies.iter().find_map(|p| match p {
         PolicySpec::Timeslice(c) if c.mode == cachesched_policies::timeslice::Mode::Static => {
             Some(c.slice_ms)
@@ -343,7 +348,9 @@ fn improvements(
          of a program's instructions per ms on a CPU times the run's mean CPU share, its \
          progress with an equal share; the window's own shares vary with where it cut the \
          rounds of long slices); spread: the standard \
-         deviation of the per-program improvements (the paper's error bars); LLC misses for \
+         deviation of the per-program improvements (the paper's error bars); slice: the \
+         variant's, or for the dynamic variant the mean over runs of the slices it had set \
+         when the run ended; LLC misses for \
          the same work (misses per instruction) in all and per program (geometric mean); \
          CPU-share CV: the spread of the threads' shares of CPU time; fewest slices: the \
          fewest slices any thread began in a measured window (the window's rounds of the \
@@ -419,7 +426,26 @@ fn improvements(
             ("llc_miss_geomean_change_pct".into(), label.clone(), None),
             per,
         );
-        let slice = slice_of(sc, v).map_or("–".to_string(), plain);
+        let slice = static_slice(&sc.variants[v]).map_or_else(
+            || {
+                // the dynamic variant: the slices it had set when each run ended
+                let chosen: Vec<f64> = data
+                    .runs
+                    .iter()
+                    .flat_map(|m| m[v].values())
+                    .filter_map(|r| r.policy_stats.get("mean_slice_ms").copied())
+                    .collect();
+                if chosen.is_empty() {
+                    "–".to_string()
+                } else {
+                    format!(
+                        "{} (chosen, mean)",
+                        plain(chosen.iter().sum::<f64>() / chosen.len() as f64)
+                    )
+                }
+            },
+            plain,
+        );
         let _ = writeln!(
             md,
             "| {label} | {slice} | {} | {} | {} | {} | {} | {} | {fewest} |",

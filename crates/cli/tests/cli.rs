@@ -587,10 +587,11 @@ change_pct = [-5, 5]
 /// every variant passes. Beside a second file of two threads per CPU, the files are
 /// compared across (improvement per slice length and file, Figure 8's plot of the
 /// programs per core, the docs block), and the second file's partitioned variant is
-/// set beside Figure 11's estimate. Fails if the window check looks only at the
+/// set beside Figure 11's estimate, and its dynamic variant shows the slices it chose.
+/// Fails if the window check looks only at the
 /// first variant (CFS, whose slices are short), the table loses its column, or the
 /// comparison across files is missing or takes the wrong layouts, or the partitioned
-/// run is not compared with its sibling.
+/// run is not compared with its sibling, or the dynamic variant's slices are not shown.
 #[test]
 fn reproduce_timeslice_checks_every_variants_window() {
     let d = tmp("timeslice-window");
@@ -659,7 +660,9 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
            { profile = \"medium\", cpus = [0] },\n]\n\n[[variants]]\nlabel = \"cfs\"\n\n\
            [[variants]]\nlabel = \"slice\"\npolicies = [{ name = \"timeslice\", slice_ms = 4 }]\n\n\
            [[variants]]\nlabel = \"slice-part\"\npolicies = [{ name = \"timeslice\", slice_ms = 4 }]\n\
-           partition = \"per-thread\"\n\n[kernel]\nslice_profile_ms = 0.5\n";
+           partition = \"per-thread\"\n\n[[variants]]\nlabel = \"dyn\"\n\
+           policies = [{ name = \"timeslice\", mode = \"dynamic\", max_ms = 6 }]\n\n\
+           [kernel]\nslice_profile_ms = 0.5\n";
     std::fs::write(ex.join("x.toml"), two).unwrap();
     let docs = d.join("docs");
     std::fs::create_dir_all(&docs).unwrap();
@@ -688,6 +691,11 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
     let md = std::fs::read_to_string(d.join("short/timeslice/paper-vs-measured.md")).unwrap();
     assert!(
         md.contains("| fewest slices |") && !md.contains("TOO SHORT"),
+        "{md}"
+    );
+    // the dynamic variant's row shows the slices it chose
+    assert!(
+        md.contains("| dyn | ") && md.contains(" (chosen, mean) |"),
         "{md}"
     );
     // Figure 11's estimate beside the partitioned run against its unpartitioned sibling
