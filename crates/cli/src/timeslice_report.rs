@@ -145,13 +145,21 @@ impl<'a> Data<'a> {
 /// window of 70 ms slices among four), which would move a program's rate by up to a
 /// sixth, a quantization of the window that a run of fixed work does not have.
 fn rate(t: &cachesched_sim::result::ThreadResult, r: &RunResult) -> f64 {
-    let shares: Vec<f64> = r
-        .threads
+    fair_rate(
+        t.counters.instructions,
+        t.cpu_share,
+        &running_shares(r),
+        r.measured_ms,
+    )
+}
+
+/// The CPU shares of the threads of run `r` still running at its end.
+fn running_shares(r: &RunResult) -> Vec<f64> {
+    r.threads
         .iter()
         .filter(|t| !t.exited)
         .map(|t| t.cpu_share)
-        .collect();
-    fair_rate(t.counters.instructions, t.cpu_share, &shares, r.measured_ms)
+        .collect()
 }
 
 /// [`rate`] from its parts: `instructions` retired in `share` of a `window_ms` window,
@@ -159,6 +167,22 @@ fn rate(t: &cachesched_sim::result::ThreadResult, r: &RunResult) -> f64 {
 fn fair_rate(instructions: u64, share: f64, shares: &[f64], window_ms: f64) -> f64 {
     let mean_share = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
     instructions as f64 / (share * window_ms).max(1e-9) * mean_share
+}
+
+/// The most CPU time, ms, that a thread still running had behind the mean of the
+/// running threads in run `r`'s measured window (every CPU runs as many threads in the
+/// timeslice scenarios, so the mean is each one's fair share).
+fn largest_lag_ms(r: &RunResult) -> f64 {
+    lag_ms(&running_shares(r), r.measured_ms)
+}
+
+/// [`largest_lag_ms`] from its parts: the threads' `shares` of a `window_ms` window.
+fn lag_ms(shares: &[f64], window_ms: f64) -> f64 {
+    let mean = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
+    shares
+        .iter()
+        .map(|s| (mean - s) * window_ms)
+        .fold(f64::NAN, f64::max)
 }
 
 /// A thread's LLC misses per instruction.
@@ -352,12 +376,15 @@ fn improvements(
          variant's, or for the dynamic variant the mean over runs of the slices it had set \
          when the run ended; LLC misses for \
          the same work (misses per instruction) in all and per program (geometric mean); \
-         CPU-share CV: the spread of the threads' shares of CPU time; fewest slices: the \
+         CPU-share CV: the spread of the threads' shares of CPU time in the window; largest \
+         lag: the most CPU time any thread had behind the threads' mean in a window, over \
+         every run (long-run fairness holds while it stays within a slice: the shares then \
+         converge as the window grows); fewest slices: the \
          fewest slices any thread began in a measured window (the window's rounds of the \
          variant's slices). Means over seeds ± 95% half-width.\n\n| variant | slice (ms) \
          | improvement | spread over programs | LLC misses, all | LLC misses, per program \
-         | CPU-share CV | context switches per run | fewest slices |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+         | CPU-share CV | largest lag (ms) | context switches per run | fewest slices |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut bars: Vec<(String, (f64, f64))> = Vec::new();
     for v in 0..sc.variants.len() {
@@ -372,11 +399,17 @@ fn improvements(
             .iter()
             .flat_map(|m| m[v].values().map(|r| r.kernel.context_switches as f64))
             .collect();
+        let lag = data
+            .runs
+            .iter()
+            .flat_map(|m| m[v].values().map(|r| largest_lag_ms(r)))
+            .fold(f64::NAN, f64::max);
+        let lag = plain(lag);
         let fewest = fewest_slices(data, v).map_or("–".to_string(), |f| f.to_string());
         if v == cfs {
             let _ = writeln!(
                 md,
-                "| {label} | CFS's own | – | – | – | – | {} | {} | {fewest} |",
+                "| {label} | CFS's own | – | – | – | – | {} | {lag} | {} | {fewest} |",
                 show(over_seeds(&cv), ""),
                 show(over_seeds(&cs), "")
             );
@@ -448,7 +481,7 @@ fn improvements(
         );
         let _ = writeln!(
             md,
-            "| {label} | {slice} | {} | {} | {} | {} | {} | {} | {fewest} |",
+            "| {label} | {slice} | {} | {} | {} | {} | {} | {lag} | {} | {fewest} |",
             show(imp, "%"),
             show(spread, " pp"),
             show(all, "%"),
@@ -1202,6 +1235,18 @@ mod tests {
         let want: Vec<(String, Option<(usize, usize)>)> =
             want.iter().map(|(s, l)| (s.to_string(), *l)).collect();
         assert_eq!(got, want);
+    }
+
+    /// A window that gave one of four threads a 70 ms slice less than the others (as a
+    /// 900 ms window of 70 ms rounds can) leaves it 52.5 ms behind the mean; equal
+    /// shares leave none. Fails if the lag is taken against the largest share or
+    /// without the window's length.
+    #[test]
+    fn lag_is_behind_the_mean_share() {
+        let (a, b) = (280.0 / 900.0, 210.0 / 900.0);
+        assert!((lag_ms(&[a, a, a, b], 900.0) - 52.5).abs() < 1e-9);
+        assert!(lag_ms(&[0.25; 4], 900.0).abs() < 1e-12);
+        assert!(lag_ms(&[], 900.0).is_nan());
     }
 
     #[test]

@@ -693,6 +693,7 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
         md.contains("| fewest slices |") && !md.contains("TOO SHORT"),
         "{md}"
     );
+    assert!(md.contains("| largest lag (ms) |"), "{md}");
     // the dynamic variant's row shows the slices it chose
     assert!(
         md.contains("| dyn | ") && md.contains(" (chosen, mean) |"),
