@@ -70,13 +70,13 @@ fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
         .map(|m| m * mag)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * mag);
-    let mut t = (lo / step).ceil() * step;
-    let mut v = Vec::new();
-    while t <= hi + step * 1e-9 {
-        v.push(t);
-        t += step;
-    }
-    v
+    // each tick a whole multiple of the step (no drift from adding steps), and a zero
+    // tick positive (ceil(-0.5) is -0, which would be labelled "-0")
+    let first = (lo / step).ceil();
+    (0..)
+        .map(|i| (first + i as f64) * step + 0.0)
+        .take_while(|t| *t <= hi + step * 1e-9)
+        .collect()
 }
 
 fn fmt_num(v: f64) -> String {
@@ -826,6 +826,10 @@ mod tests {
             nice_ticks(0.0, 1.0, 5),
             vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
         );
+        // an axis from just below zero (its first tick ceil(-0.7) · 1) labels zero "0",
+        // not "-0"
+        let labels: Vec<String> = nice_ticks(-0.7, 2.4, 6).into_iter().map(fmt_num).collect();
+        assert_eq!(labels, ["0", "1", "2"]);
     }
 
     #[test]

@@ -1123,7 +1123,10 @@ pub fn across_files(curves: &[Curve], command: &str, out: &Path) -> Result<Strin
         write_file(
             &out.join("fig8-per-core.svg"),
             &bar_chart(
-                &format!("Figure 8: programs per core, {machine} ({cpus} cores)"),
+                &format!(
+                    "Figure 8: programs per core, {machine} ({cpus} core{})",
+                    if cpus == 1 { "" } else { "s" }
+                ),
                 "aggregated slice length",
                 "runtime improvement against CFS (%)",
                 &names,
