@@ -274,14 +274,14 @@ fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-/// Runs every paper's scenario files and writes each paper's paper-against-measured
-/// report; exit code 0, or 130 if interrupted, or 1 if a check of the measured windows
-/// failed (the reports say which).
 /// The name of the comparison across a paper's files (its docs block
 /// `reproduce PAPER/across-files`), written when two or more of its files can be
 /// compared ([`crate::timeslice_report::compared`]).
 const ACROSS: &str = "across-files";
 
+/// Runs every paper's scenario files and writes each paper's paper-against-measured
+/// report; exit code 0, or 130 if interrupted, or 1 if a check of the measured windows
+/// failed (the reports say which).
 fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
     if a.seeds.len() == 1 {
         eprintln!("note: one seed gives no confidence intervals");
@@ -341,11 +341,13 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
                 }
             );
         }
-        plan.push((paper.clone(), scs));
+        let across =
+            crate::timeslice_report::compared(&scs.iter().map(|s| &s.1).collect::<Vec<_>>());
+        plan.push((paper.clone(), scs, across));
     }
     // documents to update must have every block, before hours of runs
     if let Some(docs) = &a.docs {
-        for (paper, scs) in &plan {
+        for (paper, scs, across) in &plan {
             let doc = docs.join(format!("{paper}.md"));
             let text = std::fs::read_to_string(&doc)
                 .with_context(|| format!("cannot read '{}' (--docs)", doc.display()))?;
@@ -353,7 +355,7 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
                 docs_block::find(&text, &format!("reproduce {paper}/{stem}"))
                     .with_context(|| format!("in '{}'", doc.display()))?;
             }
-            if crate::timeslice_report::compared(&scs.iter().map(|s| &s.1).collect::<Vec<_>>()) {
+            if *across {
                 docs_block::find(&text, &format!("reproduce {paper}/{ACROSS}"))
                     .with_context(|| format!("in '{}'", doc.display()))?;
             }
@@ -366,7 +368,7 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
         )
     };
     let mut all_ok = true;
-    for (paper, scs) in plan {
+    for (paper, scs, across) in plan {
         let paper = &paper;
         let dir = a.out.join(paper);
         let mut md = format!(
@@ -375,8 +377,6 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
              plots) in its own directory.\n\n"
         );
         let mut sections = Vec::new();
-        let across =
-            crate::timeslice_report::compared(&scs.iter().map(|s| &s.1).collect::<Vec<_>>());
         let mut curves = Vec::new();
         for (stem, sc, planned) in scs {
             let (stem, sc) = (&stem, &sc);

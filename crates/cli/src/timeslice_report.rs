@@ -13,8 +13,11 @@
 //!   runtime(cfs))`, per seed, then mean and 95% interval over seeds (the spread over
 //!   the programs is shown too, as the paper's error bars are); LLC misses for the same
 //!   work are compared through misses per instruction, in all and per program; the
-//!   fairness is each variant's CPU-share coefficient of variation. Figure 9 is the
-//!   per-program improvement (mean over the mixes a program is in). The window must
+//!   fairness is each variant's CPU-share coefficient of variation in the window and
+//!   the largest lag, the most CPU time any thread had behind the mean share (long-run
+//!   fairness holds while it stays within a slice). The slice column gives the dynamic
+//!   variant's chosen slices. Figure 9 is the per-program improvement (mean over the
+//!   mixes a program is in). The window must
 //!   hold rounds of the longest slice: the fewest slices any thread of each variant
 //!   began in a measured window is shown (the general window check fails below the
 //!   scenario's `min_quanta` in any variant).
@@ -22,8 +25,13 @@
 //!   `main` thread was off the CPU, as a share of the LLC), Figure 3 (LLC misses per ms
 //!   in each bin of a slice, averaged over runs, per program), and Figure 11 (the miss
 //!   rate at the fifth bin of a run against its first, α, and the paper's estimate of
-//!   what ideal partitioning would add beyond those slices, `(1 − α) / (1 + 4α)` per
-//!   run, averaged).
+//!   what ideal partitioning would add beyond slices of five bins, `(1 − α) / (1 +
+//!   4α)` per run, averaged; beside it, each variant with a partitioned LLC against
+//!   the same variant unpartitioned: misses avoided and runtime improvement per
+//!   program).
+//! - **Across files** ([`across_files`]): the files reproduced together that can be
+//!   compared ([`compared`]) side by side, improvement per slice length, with Figure
+//!   8's plot of programs per core.
 //!
 //! Measures (the `metric` of the scenario's paper values; `variant` the variant, and
 //! `program` a mix label where the measure is per mix): `improvement_pct`,
@@ -115,27 +123,57 @@ impl<'a> Data<'a> {
 
     /// Per seed, `f` over every (mix, thread index) pair of variant `v` against `base`,
     /// for the pairs where both values are finite.
-    fn pairs(
-        &self,
-        seed: u64,
-        (v, base): (usize, usize),
-        f: &dyn Fn(&cachesched_sim::result::ThreadResult, &RunResult) -> f64,
-    ) -> Vec<(f64, f64)> {
+    fn pairs(&self, seed: u64, vb: (usize, usize), f: &ThreadMeasure) -> Vec<(f64, f64)> {
         let mut out = Vec::new();
+        self.each_pair(Some(seed), vb, f, &mut |_, x, y| out.push((x, y)));
+        out
+    }
+
+    /// Per program (thread name), `f` of variant `v` against `base` over every mix and
+    /// seed, where both values are finite and positive.
+    fn by_program(
+        &self,
+        vb: (usize, usize),
+        f: &ThreadMeasure,
+    ) -> BTreeMap<String, Vec<(f64, f64)>> {
+        let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        self.each_pair(None, vb, f, &mut |name, x, y| {
+            out.entry(name.to_string()).or_default().push((x, y))
+        });
+        out
+    }
+
+    /// Calls `visit` with each thread's name and its `f` under variant `v` and under
+    /// `base` in the same mix and seed (every seed, or `seed` only), where both values
+    /// are finite and positive.
+    fn each_pair(
+        &self,
+        seed: Option<u64>,
+        (v, base): (usize, usize),
+        f: &ThreadMeasure,
+        visit: &mut dyn FnMut(&str, f64, f64),
+    ) {
         for m in &self.runs {
-            let (Some(a), Some(b)) = (m[v].get(&seed), m[base].get(&seed)) else {
-                continue;
-            };
-            for (ta, tb) in a.threads.iter().zip(&b.threads) {
-                let (x, y) = (f(ta, a), f(tb, b));
-                if x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0 {
-                    out.push((x, y));
+            for (s, a) in &m[v] {
+                if seed.is_some_and(|x| x != *s) {
+                    continue;
+                }
+                let Some(b) = m[base].get(s) else {
+                    continue;
+                };
+                for (ta, tb) in a.threads.iter().zip(&b.threads) {
+                    let (x, y) = (f(ta, a), f(tb, b));
+                    if x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0 {
+                        visit(&ta.name, x, y);
+                    }
                 }
             }
         }
-        out
     }
 }
+
+/// A measure of a thread in its run, such as [`rate`] or [`mpi`].
+type ThreadMeasure = dyn Fn(&cachesched_sim::result::ThreadResult, &RunResult) -> f64;
 
 /// A thread's rate of progress for fixed work, instructions per ms: its instructions
 /// per ms on a CPU times the run's mean CPU share (the time on a CPU that each thread
@@ -220,6 +258,20 @@ fn static_slice(var: &crate::experiment::Variant) -> Option<f64> {
         }
         _ => None,
     })
+}
+
+/// Whether a paper value is a variant's runtime improvement over all its programs.
+fn whole_improvement(pv: &PaperValue) -> bool {
+    pv.metric == "improvement_pct" && pv.program.is_none()
+}
+
+/// `x` with `unit`, or "–" where it is not a number (nothing to measure).
+fn finite(x: f64, unit: &str) -> String {
+    if x.is_finite() {
+        format!("{}{unit}", plain(x))
+    } else {
+        "–".to_string()
+    }
 }
 
 /// Per program of every mix of seed `s`, its runtime under variant `v` over its runtime
@@ -404,7 +456,7 @@ fn improvements(
             .iter()
             .flat_map(|m| m[v].values().map(|r| largest_lag_ms(r)))
             .fold(f64::NAN, f64::max);
-        let lag = plain(lag);
+        let lag = finite(lag, "");
         let fewest = fewest_slices(data, v).map_or("–".to_string(), |f| f.to_string());
         if v == cfs {
             let _ = writeln!(
@@ -466,6 +518,12 @@ fn improvements(
                     .runs
                     .iter()
                     .flat_map(|m| m[v].values())
+                    // a run whose policy set no slice reports a mean of 0
+                    .filter(|r| {
+                        r.policy_stats
+                            .get("threads_with_slice")
+                            .is_some_and(|&n| n > 0.0)
+                    })
                     .filter_map(|r| r.policy_stats.get("mean_slice_ms").copied())
                     .collect();
                 if chosen.is_empty() {
@@ -507,7 +565,7 @@ fn improvements(
         points: sc
             .paper
             .iter()
-            .filter(|pv| pv.metric == "improvement_pct" && pv.program.is_none())
+            .filter(|pv| whole_improvement(pv))
             .filter_map(|pv| {
                 let i = cats.iter().position(|c| *c == pv.variant)?;
                 let r = pv.range();
@@ -532,23 +590,11 @@ fn improvements(
         .filter_map(|v| slice_of(sc, v).map(|s| (v, s)))
         .min_by(|a, b| (a.1 - 45.0).abs().total_cmp(&(b.1 - 45.0).abs()));
     if let Some((v, s)) = detail {
-        let mut by_prog: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        for mix in &data.runs {
-            for (seed, a) in &mix[v] {
-                let Some(b) = mix[cfs].get(seed) else {
-                    continue;
-                };
-                for (ta, tb) in a.threads.iter().zip(&b.threads) {
-                    let (x, y) = (rate(ta, a), rate(tb, b));
-                    if x > 0.0 && y > 0.0 {
-                        by_prog
-                            .entry(ta.name.clone())
-                            .or_default()
-                            .push(100.0 * (1.0 - y / x));
-                    }
-                }
-            }
-        }
+        let by_prog: BTreeMap<String, Vec<f64>> = data
+            .by_program((v, cfs), &rate)
+            .into_iter()
+            .map(|(p, xy)| (p, xy.iter().map(|(x, y)| 100.0 * (1.0 - y / x)).collect()))
+            .collect();
         let _ = write!(
             md,
             "**Per program at {} ms** (Figure 9): runtime improvement against CFS, mean \
@@ -797,7 +843,7 @@ fn profiles(sc: &Scenario, data: &Data<'_>, measured: &mut Measured, out: &Path)
                 );
                 for (_, _, by) in &parts {
                     let (m, r) = by.get(p.as_str()).copied().unwrap_or((f64::NAN, f64::NAN));
-                    let _ = write!(md, " {}% | {}% |", plain(m), plain(r));
+                    let _ = write!(md, " {} | {} |", finite(m, "%"), finite(r, "%"));
                 }
                 md += "\n";
                 cdf.push(Series {
@@ -842,40 +888,29 @@ fn partitioned(sc: &Scenario, data: &Data<'_>) -> Vec<(usize, usize, PerProgram)
         if p.partition.is_none() {
             continue;
         }
-        let Some(bv) = sc.variants.iter().position(|b| {
-            b.partition.is_none()
-                && b.policies == p.policies
-                && b.baseline == p.baseline
-                && b.threads.is_none()
-                && p.threads.is_none()
-        }) else {
+        // the same variant in every other respect
+        let bare = |x: &crate::experiment::Variant| crate::experiment::Variant {
+            label: String::new(),
+            partition: None,
+            ..x.clone()
+        };
+        let Some(bv) = sc
+            .variants
+            .iter()
+            .position(|b| b.partition.is_none() && bare(b) == bare(p))
+        else {
             continue;
         };
-        let mut ratios: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-        for mix in &data.runs {
-            for (seed, a) in &mix[pv] {
-                let Some(b) = mix[bv].get(seed) else {
-                    continue;
-                };
-                for (ta, tb) in a.threads.iter().zip(&b.threads) {
-                    let (ma, mb, ra, rb) = (mpi(ta, a), mpi(tb, b), rate(ta, a), rate(tb, b));
-                    let e = ratios.entry(ta.name.clone()).or_default();
-                    if ma > 0.0 && mb > 0.0 {
-                        e.0.push(ma / mb);
-                    }
-                    if ra > 0.0 && rb > 0.0 {
-                        e.1.push(rb / ra);
-                    }
-                }
-            }
+        let misses = data.by_program((pv, bv), &mpi);
+        let mut per = PerProgram::new();
+        for (name, xy) in data.by_program((pv, bv), &rate) {
+            // runtime ratio partitioned over not: rate(bv) / rate(pv)
+            let runtime: Vec<f64> = xy.iter().map(|(x, y)| y / x).collect();
+            let avoided = misses.get(&name).map_or(f64::NAN, |m| {
+                improvement(&m.iter().map(|(x, y)| x / y).collect::<Vec<_>>())
+            });
+            per.insert(name, (avoided, improvement(&runtime)));
         }
-        let per = ratios
-            .into_iter()
-            .map(|(name, (m, r))| {
-                let pct = |xs: Vec<f64>| 100.0 * (1.0 - geomean(xs.into_iter()));
-                (name, (pct(m), pct(r)))
-            })
-            .collect();
         out.push((pv, bv, per));
     }
     out
@@ -961,7 +996,7 @@ pub fn curve(
         .filter(|&v| v != cfs)
         .filter_map(|v| slice_of(sc, v).map(|ms| (v, ms)))
         .collect();
-    let points = statics
+    let mut points: Vec<(f64, (f64, f64))> = statics
         .iter()
         .map(|&(v, ms)| {
             let imp: Vec<f64> = seeds
@@ -973,10 +1008,12 @@ pub fn curve(
             (ms, over_seeds(&imp))
         })
         .collect();
+    // in slice order, as the plot's lines are drawn
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
     let paper = sc
         .paper
         .iter()
-        .filter(|pv| pv.metric == "improvement_pct" && pv.program.is_none())
+        .filter(|pv| whole_improvement(pv))
         .filter_map(|pv| {
             let &(_, ms) = statics
                 .iter()
@@ -1017,9 +1054,10 @@ pub fn across_files(curves: &[Curve], command: &str, out: &Path) -> Result<Strin
         "## Across files: runtime improvement against slice length\n\nGenerated by \
          `{command}`, from the files' own sections: each file's runtime improvement \
          against CFS per aggregated slice length (means over seeds ± 95% half-width; the \
-         paper's value in brackets), side by side: the LLC's size on two cores (Figures 5 \
-         and 7), two against four cores (Figures 5 and 6) and the programs per core on one \
-         machine (Figure 8).\n\n| file | machine | cores | programs per core |"
+         paper's value in brackets), side by side, as the paper compares the LLC's size \
+         on two cores (its Figures 5 and 7), two against four cores (Figures 5 and 6) and \
+         the programs per core on one machine (Figure 8).\n\n| file | machine | cores | \
+         programs per core |"
     );
     for ms in &slices {
         let _ = write!(md, " {} ms |", plain(*ms));
@@ -1114,11 +1152,17 @@ pub fn across_files(curves: &[Curve], command: &str, out: &Path) -> Result<Strin
             .collect();
         let marks = Marks {
             label: "paper".into(),
+            // the files' values, each once (the paper gives most of them for all three)
             points: group
                 .iter()
                 .flat_map(|c| c.paper.iter())
                 .filter_map(|&(ms, lo, hi)| Some((cats.iter().position(|c| *c == ms)?, lo, hi)))
-                .collect(),
+                .fold(Vec::new(), |mut v, m| {
+                    if !v.contains(&m) {
+                        v.push(m);
+                    }
+                    v
+                }),
         };
         write_file(
             &out.join("fig8-per-core.svg"),

@@ -700,7 +700,19 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
         "{md}"
     );
     // Figure 11's estimate beside the partitioned run against its unpartitioned sibling
+    assert!(
+        md.contains("**Ideal partitioning beyond 2.50 ms slices**"),
+        "five 0.5 ms bins: {md}"
+    );
     let fig11 = md.split("(Figure 11)").nth(1).expect("Figure 11's table");
+    let row = fig11
+        .lines()
+        .find(|l| l.starts_with("| medium |"))
+        .expect("a program's row");
+    assert!(
+        row.matches('|').count() == 9 && !row.contains("NaN"),
+        "{row}"
+    );
     assert!(
         fig11.contains("`slice-part` against `slice`: misses avoided | runtime improvement |"),
         "{fig11}"
@@ -1041,8 +1053,8 @@ fn burn_chases_a_working_set_for_fixed_work() {
 /// start. Fails if the sleeps are not seen as returns, if a run's whole bins are not
 /// all counted, or if bad uses of the option are not named. On a loaded machine a
 /// preemption can cut every 3 ms run short of 2.5 ms, or late wake-ups leave one
-/// round; the burn is then repeated, up to three times, and one that never shows two
-/// rounds and a whole run fails.
+/// round; the burn is then repeated, three attempts in all, and one that never shows
+/// two rounds and a whole run fails.
 #[test]
 fn burn_profiles_every_return_to_the_cpu() {
     let burn = || -> serde_json::Value {
