@@ -1296,6 +1296,77 @@ mod tests {
         assert!(lag_ms(&[], 900.0).is_nan());
     }
 
+    /// Three files on one machine with 2, 4 and 8 programs per core and one on
+    /// another: the table has every slice length once, in order, "–" where a file did
+    /// not run it and the paper's value in brackets; Figure 8 is drawn for the three,
+    /// with a paper value they share marked once. Fails if a slice column is missing
+    /// or repeated, the files of another machine join Figure 8, or a shared paper value
+    /// is marked once per file.
+    #[test]
+    fn files_compared_across_share_slice_columns_and_figure_8() {
+        let c = |stem: &str, machine: &str, per_core, points: &[(f64, f64)], paper| Curve {
+            stem: stem.into(),
+            machine: machine.into(),
+            cpus: 4,
+            per_core,
+            points: points.iter().map(|&(ms, x)| (ms, (x, 0.5))).collect(),
+            paper,
+        };
+        let curves = [
+            c(
+                "two",
+                "m4",
+                2,
+                &[(15.0, 5.0), (70.0, 9.0)],
+                vec![(15.0, 15.0, 15.0)],
+            ),
+            c(
+                "four",
+                "m4",
+                4,
+                &[(15.0, 6.0), (45.0, 10.0), (70.0, 11.0)],
+                vec![(15.0, 15.0, 15.0)],
+            ),
+            c(
+                "eight",
+                "m4",
+                8,
+                &[(15.0, 7.0), (45.0, 12.0), (70.0, 13.0)],
+                vec![(15.0, 12.0, 15.0)],
+            ),
+            c("small", "m2", 4, &[(5.0, 1.0)], Vec::new()),
+        ];
+        let out = std::env::temp_dir().join(format!("cachesched-across-{}", std::process::id()));
+        std::fs::create_dir_all(&out).unwrap();
+        let md = across_files(&curves, "cmd", &out).unwrap();
+        assert!(
+            md.contains("| programs per core | 5.00 ms | 15.0 ms | 45.0 ms | 70.0 ms |\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| two | m4 | 4 | 2 | – | 5.00% ± 0.500 [15.0%] | – | 9.00% ± 0.500 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| eight | m4 | 4 | 8 | – | 7.00% ± 0.500 [12.0–15.0%] | 12.0% ± 0.500 |"),
+            "{md}"
+        );
+        assert!(md.contains("`fig8-per-core.svg`"), "{md}");
+        let svg = std::fs::read_to_string(out.join("fig8-per-core.svg")).unwrap();
+        assert!(svg.contains("2 per core (two)") && svg.contains("8 per core (eight)"));
+        assert!(
+            !svg.contains("small"),
+            "another machine's file is not in Figure 8"
+        );
+        // the slices all three ran: 15 and 70 ms ("two" has no 45 ms)
+        assert!(
+            svg.contains(">15.0 ms<") && svg.contains(">70.0 ms<") && !svg.contains(">45.0 ms<")
+        );
+        // 15% at 15 ms from "two" and "four" is one diamond (and the legend's one)
+        assert_eq!(svg.matches(r##"Z" fill="#000"/>"##).count(), 2, "{svg}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+
     #[test]
     fn shipped_paper_values_validate() {
         let dir =
