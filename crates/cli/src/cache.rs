@@ -2,10 +2,9 @@
 //! they live, how a simulation's entry is keyed, and how an entry is written.
 
 use anyhow::{bail, Context, Result};
-use cachesched_core::hash::{fnv1a, fnv1a_from};
+use cachesched_core::hash::fnv1a_from;
 use cachesched_sim::SimConfig;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 /// A cache directory of cachesched: `$VAR` if set, else `cachesched/SUB` under
 /// `$XDG_CACHE_HOME` or `~/.cache`.
@@ -22,33 +21,26 @@ pub fn user_cache_dir(var: &str, sub: &str) -> Result<PathBuf> {
     }
 }
 
-/// A hash of this executable's bytes, computed once (a rebuilt simulator gets new keys).
+/// The hash of the simulator's sources this executable was built from (the crates
+/// `core`, `policies` and `sim` and `Cargo.lock`, hashed by `build.rs`).
 ///
-/// Taken once, before any run (see [`crate::experiment::run_scenario`]), and read
-/// through `/proc/self/exe` where it exists, which still reads the running binary after
-/// a rebuild has replaced the file: a long batch must not fail at its end because the
-/// binary on disk changed meanwhile.
-pub fn exe_hash() -> Result<u64> {
-    static HASH: OnceLock<u64> = OnceLock::new();
-    if let Some(&h) = HASH.get() {
-        return Ok(h);
-    }
-    let bytes = match std::fs::read("/proc/self/exe") {
-        Ok(b) => b,
-        Err(_) => {
-            let exe = std::env::current_exe().context("cannot locate this executable")?;
-            std::fs::read(&exe)
-                .with_context(|| format!("cannot read this executable '{}'", exe.display()))?
-        }
-    };
-    Ok(*HASH.get_or_init(|| fnv1a(&bytes)))
+/// It stands for the simulator in every cache key: a rebuild that changes only the
+/// command-line tool (its reports, plots, documents or tests) keeps the runs already
+/// made, while any change to the simulator's sources, a comment included, makes new
+/// keys. It assumes what cachesched relies on elsewhere: the simulator's results do not
+/// depend on the compiler's optimisation level or version (no fast-math, no
+/// target-specific floating point), which the golden results check
+/// (`cargo test -p cachesched-sim --test golden` passes with and without `--release`).
+pub fn model_hash() -> u64 {
+    u64::from_str_radix(env!("CACHESCHED_MODEL_HASH"), 16).expect("build.rs writes 16 hex digits")
 }
 
-/// The cache key of a simulation: its configuration's JSON and this executable (the
-/// simulator is deterministic, so the same key means the same result).
+/// The cache key of a simulation: its configuration's JSON and the simulator's sources
+/// ([`model_hash`]; the simulator is deterministic, so the same key means the same
+/// result).
 pub fn config_key(cfg: &SimConfig) -> Result<u64> {
     let json = serde_json::to_string(cfg)?;
-    Ok(fnv1a_from(exe_hash()?, json.as_bytes()))
+    Ok(fnv1a_from(model_hash(), json.as_bytes()))
 }
 
 /// The file of entry `k` in cache directory `dir`.
@@ -66,4 +58,25 @@ pub fn store_entry(dir: &Path, what: &str, k: u64, text: &str) -> Result<()> {
     let tmp = dir.join(format!("{k:016x}.json.{}", std::process::id()));
     std::fs::write(&tmp, text).with_context(|| format!("cannot write '{}'", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write '{}'", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cachesched_sim::ThreadGroup;
+
+    #[test]
+    fn a_key_is_the_configuration_and_the_simulator() {
+        let c = SimConfig::new("core2-4m", ThreadGroup::parse_mix("mcf:2").unwrap());
+        let mut d = c.clone();
+        d.seed += 1;
+        let k = config_key(&c).unwrap();
+        assert_eq!(k, config_key(&c.clone()).unwrap(), "a key is a function");
+        assert_ne!(k, config_key(&d).unwrap(), "the seed is part of the key");
+        // the simulator's part: the configuration's JSON continued from the sources' hash
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(k, fnv1a_from(model_hash(), json.as_bytes()));
+        assert_ne!(k, cachesched_core::hash::fnv1a(json.as_bytes()));
+        assert_eq!(env!("CACHESCHED_MODEL_HASH").len(), 16);
+    }
 }

@@ -4,9 +4,11 @@
 //!
 //! A run is stored under `$CACHESCHED_RUNS`, else `$XDG_CACHE_HOME/cachesched/runs`,
 //! else `~/.cache/cachesched/runs`, keyed by [`crate::cache::config_key`] (its whole
-//! configuration, seed included, and this executable): the simulator is deterministic,
-//! so a stored result is the result that running it again would give, and a rebuilt
-//! simulator never reuses one. Delete the directory to reclaim the space.
+//! configuration, seed included, and the simulator's sources): the simulator is
+//! deterministic, so a stored result is the result that running it again would give, a
+//! changed simulator never reuses one, and a rebuild that changes only reports keeps
+//! them. The directory can be copied to another machine (or kept in a repository) to
+//! carry a long reproduction across machines. Delete it to reclaim the space.
 
 use anyhow::Result;
 use cachesched_sim::RunResult;

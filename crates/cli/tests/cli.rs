@@ -464,7 +464,7 @@ fn reproduce_casc_runs_its_scenario_files_with_checks_and_paper_values() {
     // the reports rebuild from the saved results without a run, byte for byte; a
     // changed scenario is refused (the runs' arguments, with --from-results)
     let json = std::fs::read(dir.join("results.json")).unwrap();
-    // run again with the same executable: every run comes from the run cache, the same
+    // run again with the same simulator: every run comes from the run cache, the same
     // bytes result
     let cached = run();
     assert!(cached.status.success());
