@@ -513,14 +513,7 @@ fn plots(sc: &Scenario, data: &Data, pairs: &[(usize, usize)], out: &Path) -> Re
         ),
     )?;
     files.push("ipc-change.svg".to_string());
-    Ok(format!(
-        "Plots: {}.\n",
-        files
-            .iter()
-            .map(|f| format!("`{f}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
+    Ok(crate::svg::plots_line(&files))
 }
 
 #[cfg(test)]

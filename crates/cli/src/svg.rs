@@ -749,6 +749,12 @@ pub fn heatmap(
     s
 }
 
+/// The line of a report that names its plots: "Plots: `a.svg`, `b.svg`." and a newline.
+pub fn plots_line<S: AsRef<str>>(files: &[S]) -> String {
+    let names: Vec<String> = files.iter().map(|f| format!("`{}`", f.as_ref())).collect();
+    format!("Plots: {}.\n", names.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

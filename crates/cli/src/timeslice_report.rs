@@ -1180,15 +1180,7 @@ pub fn across_files(curves: &[Curve], command: &str, out: &Path) -> Result<Strin
         )?;
         plots.push("fig8-per-core.svg");
     }
-    let _ = writeln!(
-        md,
-        "\nPlots: {}.\n",
-        plots
-            .iter()
-            .map(|p| format!("`{p}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let _ = writeln!(md, "\n{}", crate::svg::plots_line(&plots));
     Ok(md)
 }
 
