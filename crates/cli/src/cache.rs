@@ -27,10 +27,10 @@ pub fn user_cache_dir(var: &str, sub: &str) -> Result<PathBuf> {
 /// It stands for the simulator in every cache key: a rebuild that changes only the
 /// command-line tool (its reports, plots, documents or tests) keeps the runs already
 /// made, while any change to the simulator's sources, a comment included, makes new
-/// keys. It assumes what cachesched relies on elsewhere: the simulator's results do not
-/// depend on the compiler's optimisation level or version (no fast-math, no
-/// target-specific floating point), which the golden results check
-/// (`cargo test -p cachesched-sim --test golden` passes with and without `--release`).
+/// keys. It assumes that the simulator's results do not depend on the compiler's
+/// optimisation level or version (the simulator uses no fast-math and no
+/// target-specific floating point); a change of compiler that broke this would go
+/// unnoticed by the key, so delete the cache after one.
 pub fn model_hash() -> u64 {
     u64::from_str_radix(env!("CACHESCHED_MODEL_HASH"), 16).expect("build.rs writes 16 hex digits")
 }

@@ -956,7 +956,7 @@ pub fn run_scenario(
             sc.variants[j.variant].label, j.seed, j.llc_kb
         )
     };
-    // runs this executable already made (an interrupted batch, a shared baseline)
+    // runs this simulator already made (an interrupted batch, a shared baseline)
     let keys = cfgs
         .iter()
         .map(|c| crate::cache::config_key(c))
