@@ -557,7 +557,7 @@ phases = [{ profile = "compute", instructions = 10_000_000 }, { profile = "huge"
 
 /// The dynamic variant of paper 5's policy: every thread gets a slice within the
 /// bounds, set from its own miss rate. (The static slices' gain, saturation and miss
-/// reduction are `tests/timeslice.rs`.)
+/// reduction are `tests/sim/timeslice.rs`.)
 #[test]
 fn dynamic_timeslices_follow_each_threads_miss_rate() {
     let mut d = SimConfig::new(
