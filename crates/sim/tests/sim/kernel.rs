@@ -272,16 +272,10 @@ fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
         ],
         gap_mean: 3.0,
         write_fraction,
-        base_cpi: 1.0,
-        ilp: cachesched_sim::workload::DEFAULT_ILP,
         code_kb: 2,
-        code_layout: cachesched_sim::workload::CodeLayout::Functions,
-        stack_fraction: 0.0,
-        spatial: 0.0,
-        recent: 0.0,
-        run_ms: None,
-        sleep_ms: None,
-        instructions: None,
+        // the rest as every generic profile has it (one region, no stack, spatial or
+        // recent accesses, always runnable, endless)
+        ..LocalityModel::single(4, Pattern::Random, 1.0)
     };
     let mut g = ThreadGroup::custom(model, threads);
     g.same_process = true;

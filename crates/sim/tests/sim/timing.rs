@@ -23,16 +23,10 @@ fn model(hot_kb: u64, warm_kb: u64) -> LocalityModel {
         regions: vec![r(hot_kb, 0.8), r(warm_kb, 0.2)],
         gap_mean: 2.0,
         write_fraction: 0.1,
-        base_cpi: 1.0,
-        ilp: cachesched_sim::workload::DEFAULT_ILP,
         code_kb: 2,
-        code_layout: cachesched_sim::workload::CodeLayout::Functions,
-        stack_fraction: 0.0,
-        spatial: 0.0,
-        recent: 0.0,
-        run_ms: None,
-        sleep_ms: None,
-        instructions: None,
+        // the rest as every generic profile has it (one region, no stack, spatial or
+        // recent accesses, always runnable, endless)
+        ..LocalityModel::single(4, Pattern::Random, 1.0)
     }
 }
 
