@@ -273,8 +273,8 @@ fn sharing(threads: u32, write_fraction: f64) -> ThreadGroup {
         gap_mean: 3.0,
         write_fraction,
         code_kb: 2,
-        // the rest as every generic profile has it (one region, no stack, spatial or
-        // recent accesses, always runnable, endless)
+        // the other fields as `single` sets them for every generic profile: base CPI 1,
+        // the default ILP, no stack, spatial or recent accesses, always runnable, endless
         ..LocalityModel::single(4, Pattern::Random, 1.0)
     };
     let mut g = ThreadGroup::custom(model, threads);

@@ -24,8 +24,8 @@ fn model(hot_kb: u64, warm_kb: u64) -> LocalityModel {
         gap_mean: 2.0,
         write_fraction: 0.1,
         code_kb: 2,
-        // the rest as every generic profile has it (one region, no stack, spatial or
-        // recent accesses, always runnable, endless)
+        // the other fields as `single` sets them for every generic profile: base CPI 1,
+        // the default ILP, no stack, spatial or recent accesses, always runnable, endless
         ..LocalityModel::single(4, Pattern::Random, 1.0)
     }
 }
