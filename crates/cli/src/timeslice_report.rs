@@ -605,31 +605,30 @@ fn improvements(
         let stalls = data.by_program((v, cfs), &stall_share);
         let _ = write!(
             md,
-            "**Per program at {} ms** (Figure 9): runtime improvement against CFS, mean \
+            "**Per program at {ms} ms** (Figure 9): runtime improvement against CFS, mean \
              over every mix and seed the program ran in ± 95% half-width; beside it, what \
              the improvement comes from, geometric means over the same runs: its LLC \
              misses per 1,000 instructions and the share of its cycles stalled on memory, \
-             under CFS and under {}.\n\n| program | improvement | runs | LLC misses per \
-             1,000 instructions, CFS | at {} ms | memory-stall share of cycles, CFS | at \
-             {} ms |\n|---|---|---|---|---|---|---|\n",
-            plain(s),
-            sc.variants[v].label,
-            plain(s),
-            plain(s)
+             under CFS and under {label}.\n\n| program | improvement | runs | LLC misses \
+             per 1,000 instructions, CFS | at {ms} ms | memory-stall share of cycles, CFS \
+             | at {ms} ms |\n|---|---|---|---|---|---|---|\n",
+            ms = plain(s),
+            label = sc.variants[v].label,
         );
+        // a program's geometric means under CFS and under the variant, scaled
+        let both = |m: &BTreeMap<String, Vec<(f64, f64)>>, p: &str, scale: f64| {
+            let xy = m.get(p).map_or(&[][..], Vec::as_slice);
+            (
+                finite(scale * geomean(xy.iter().map(|(_, y)| *y)), ""),
+                finite(scale * geomean(xy.iter().map(|(x, _)| *x)), ""),
+            )
+        };
         let mut pts = Vec::new();
         let mut cats = Vec::new();
         for (i, (p, xs)) in by_prog.iter().enumerate() {
             let st = over_seeds(xs);
-            let both = |m: &BTreeMap<String, Vec<(f64, f64)>>, scale: f64| {
-                let xy = m.get(p).map_or(&[][..], Vec::as_slice);
-                (
-                    finite(scale * geomean(xy.iter().map(|(_, y)| *y)), ""),
-                    finite(scale * geomean(xy.iter().map(|(x, _)| *x)), ""),
-                )
-            };
-            let (m_cfs, m_v) = both(&misses, 1000.0);
-            let (s_cfs, s_v) = both(&stalls, 1.0);
+            let (m_cfs, m_v) = both(&misses, p, 1000.0);
+            let (s_cfs, s_v) = both(&stalls, p, 1.0);
             let _ = writeln!(
                 md,
                 "| {p} | {} | {} | {m_cfs} | {m_v} | {s_cfs} | {s_v} |",
