@@ -1387,6 +1387,113 @@ mod tests {
         std::fs::remove_dir_all(&out).unwrap();
     }
 
+    /// A run of fixture threads `(name, instructions, LLC misses, cycles, memory-stall
+    /// cycles)`, each with half of a 1,200 ms window on a CPU.
+    fn fixture_run(seed: u64, threads: &[(&str, u64, u64, u64, u64)]) -> RunResult {
+        use cachesched_sim::result::ThreadResult;
+        let threads = threads
+            .iter()
+            .enumerate()
+            .map(
+                |(i, &(name, instructions, llc_misses, cycles, mem_stall_cycles))| ThreadResult {
+                    id: i as u32,
+                    name: name.into(),
+                    process: i as u32,
+                    counters: cachesched_core::Counters {
+                        instructions,
+                        llc_misses,
+                        cycles,
+                        mem_stall_cycles,
+                        ..Default::default()
+                    },
+                    cpu_share: 0.5,
+                    exited: false,
+                    sharing_group: None,
+                    slices: 10,
+                    solo_ips: None,
+                    segment_start_ms: None,
+                    segment_ms: None,
+                    segment_window_instructions: None,
+                    slice_profile: Vec::new(),
+                },
+            )
+            .collect();
+        RunResult {
+            seed,
+            machine: "fixture".into(),
+            baseline: "cfs".into(),
+            policy: "none".into(),
+            measured_ms: 1200.0,
+            totals: Default::default(),
+            ips: 0.0,
+            l2_miss_ratio: 0.0,
+            llc_mpki: 0.0,
+            cpu_share_cv: 0.0,
+            bus_utilization: 0.0,
+            bus_transfers: 0,
+            prefetches: Default::default(),
+            bus_transfer_cycles: 0.0,
+            bus_mean_wait_cycles: 0.0,
+            threads,
+            cpus: Vec::new(),
+            kernel: Default::default(),
+            policy_stats: BTreeMap::new(),
+            policy_vectors: BTreeMap::new(),
+            timeline: Vec::new(),
+        }
+    }
+
+    /// Figure 9's row for a program that runs 1.25 times faster at 45 ms than under
+    /// CFS in both seeds (a 20% improvement) with LLC misses per 1,000 instructions 8
+    /// and 2 under CFS, 1 and 4 at 45 ms, and memory-stall shares 0.4 and 0.4 against
+    /// 0.1 and 0.4: the columns are the geometric means, 4 and 2, 0.4 and 0.2. Fails
+    /// if a column takes the arithmetic mean (5 and 2.5, 0.25), swaps CFS and the
+    /// slice, or scales misses per instruction by anything but 1,000.
+    #[test]
+    fn figure_9_shows_each_programs_misses_and_stalls_under_both() {
+        let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/timeslice/fig5-2c16m.toml");
+        let sc = crate::experiment::parse(&f).unwrap();
+        let at = |l: &str| sc.variants.iter().position(|v| v.label == l).unwrap();
+        let (cfs, s45) = (at("cfs"), at("slice-45ms"));
+        let planned = sc.plan().unwrap().remove(0);
+        let (mut jobs, mut runs) = (Vec::new(), Vec::new());
+        for j in planned.jobs {
+            // (instructions, misses, stall cycles) of "hot" per variant and seed
+            let hot = match (j.variant, j.seed) {
+                (v, 1) if v == cfs => (1_000_000, 8_000, 400_000),
+                (v, 2) if v == cfs => (1_000_000, 2_000, 400_000),
+                (v, 1) if v == s45 => (1_250_000, 1_250, 100_000),
+                (v, 2) if v == s45 => (1_250_000, 5_000, 400_000),
+                _ => continue,
+            };
+            let r = fixture_run(
+                j.seed,
+                &[
+                    ("hot", hot.0, hot.1, 1_000_000, hot.2),
+                    ("other", 1_000_000, 1_000, 1_000_000, 300_000),
+                ],
+            );
+            jobs.push(j);
+            runs.push(r);
+        }
+        assert_eq!(runs.len(), 4);
+        let done = vec![(planned.mix, planned.sc, jobs, runs)];
+        let data = Data::new(&sc, &done);
+        let out = std::env::temp_dir().join(format!("cachesched-fig9-{}", std::process::id()));
+        std::fs::create_dir_all(&out).unwrap();
+        let md = improvements(&sc, &data, cfs, &mut Measured::new(), &out).unwrap();
+        std::fs::remove_dir_all(&out).unwrap();
+        assert!(
+            md.contains("| hot | 20.0% | 2 | 4.00 | 2.00 | 0.400 | 0.200 |\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| other | 0% | 2 | 1.00 | 1.00 | 0.300 | 0.300 |\n"),
+            "{md}"
+        );
+    }
+
     #[test]
     fn shipped_paper_values_validate() {
         let dir =
