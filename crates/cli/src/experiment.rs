@@ -178,6 +178,13 @@ pub struct Scenario {
     /// (classification, cache illusion, time to steady state). Default: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub analyses: Vec<String>,
+    /// Variants, by label, that the `timeslice` analysis also compares every other
+    /// variant with, as it does with `cfs` (default: none): a diagnostic's fixed slice
+    /// standing in for another baseline, such as the slice CFS gives with more programs
+    /// per core. A file with references is a diagnostic: its curve stays out of the
+    /// comparison across files, where it would repeat another file's layout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
 }
 
 /// A program's class in a cache-sharing paper.
@@ -557,6 +564,20 @@ impl Scenario {
             .find(|a| !ANALYSES.contains(&a.as_str()))
         {
             bail!("unknown analysis '{a}'; known: {}", ANALYSES.join(", "));
+        }
+        for r in &self.references {
+            if !self.analyses.iter().any(|a| a == "timeslice") {
+                bail!(
+                    "references name '{r}', but only the timeslice analysis uses them: add \
+                     \"timeslice\" to analyses or remove references"
+                );
+            }
+            if r == "cfs" || !self.variants.iter().any(|v| &v.label == r) {
+                bail!(
+                    "references name '{r}', which is not the label of a variant other than \
+                     cfs (cfs is always the baseline)"
+                );
+            }
         }
         if let Some(q) = &self.quick {
             if q.seeds.as_ref().is_some_and(|s| s.is_empty()) {

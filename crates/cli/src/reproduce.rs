@@ -156,6 +156,7 @@ pub(crate) fn casc_experiment(
         quick: None,
         classes: Default::default(),
         analyses: Vec::new(),
+        references: Vec::new(),
     }
 }
 

@@ -313,6 +313,10 @@ pub fn analysis(
             md += &improvements(sc, &data, cfs, &mut measured, out)?;
         }
     }
+    for r in sc.references.iter().filter_map(|r| at(r)) {
+        // a diagnostic's comparison: its values are not the paper's measure
+        md += &improvements(sc, &data, r, &mut Measured::new(), out)?;
+    }
     md += &profiles(sc, &data, &mut measured, out)?;
     md += &paper_table(sc, &measured);
     Ok(md)
@@ -414,8 +418,10 @@ fn slowdowns(
 }
 
 /// Figures 5–10: every variant's runtime improvement, LLC misses and fairness against
-/// `cfs`, and the per-program improvement of the variant with the 45 ms slices (or the
-/// longest).
+/// variant `cfs` (the baseline, `cfs`, or one of the scenario's `references`), and the
+/// per-program improvement of the variant with the 45 ms slices (or the nearest).
+/// Against a reference, the plots' names end in `-vs-<reference>` and the paper's
+/// values are left out (they are against CFS).
 fn improvements(
     sc: &Scenario,
     data: &Data<'_>,
@@ -424,9 +430,25 @@ fn improvements(
     out: &Path,
 ) -> Result<String> {
     let seeds = data.seeds();
-    let mut md = String::from(
-        "**Runtime improvement against CFS** (Figures 5–8, 10): per seed, `100 · (1 − \
-         geomean over the programs of runtime / runtime under cfs)` (runtime: the inverse \
+    let base = &sc.variants[cfs].label;
+    let is_cfs = base == "cfs";
+    // the base's name in prose, and the suffix of its plots' names
+    let (name, suffix) = if is_cfs {
+        ("CFS".to_string(), String::new())
+    } else {
+        (base.clone(), format!("-vs-{base}"))
+    };
+    let mut md = if is_cfs {
+        String::from("**Runtime improvement against CFS** (Figures 5–8, 10)")
+    } else {
+        format!(
+            "**Runtime improvement against {base}** (a diagnostic's reference, not the \
+             paper's baseline; the paper's values are against CFS and are not shown)"
+        )
+    };
+    md += &format!(
+        ": per seed, `100 · (1 − \
+         geomean over the programs of runtime / runtime under {base})` (runtime: the inverse \
          of a program's instructions per ms on a CPU times the run's mean CPU share, its \
          progress with an equal share; the window's own shares vary with where it cut the \
          rounds of long slices); spread: the standard \
@@ -465,9 +487,10 @@ fn improvements(
         let lag = finite(lag, "");
         let fewest = fewest_slices(data, v).map_or("–".to_string(), |f| f.to_string());
         if v == cfs {
+            let slice = static_slice(&sc.variants[v]).map_or("CFS's own".to_string(), plain);
             let _ = writeln!(
                 md,
-                "| {label} | CFS's own | – | – | – | – | {} | {lag} | {} | {fewest} |",
+                "| {label} | {slice} | – | – | – | – | {} | {lag} | {} | {fewest} |",
                 show(over_seeds(&cv), ""),
                 show(over_seeds(&cs), "")
             );
@@ -519,6 +542,9 @@ fn improvements(
         );
         let slice = static_slice(&sc.variants[v]).map_or_else(
             || {
+                if sc.variants[v].label == "cfs" {
+                    return "CFS's own".to_string();
+                }
                 // the dynamic variant: the slices it had set when each run ended
                 let chosen: Vec<f64> = data
                     .runs
@@ -571,7 +597,7 @@ fn improvements(
         points: sc
             .paper
             .iter()
-            .filter(|pv| whole_improvement(pv))
+            .filter(|pv| is_cfs && whole_improvement(pv))
             .filter_map(|pv| {
                 let i = cats.iter().position(|c| *c == pv.variant)?;
                 let r = pv.range();
@@ -580,9 +606,9 @@ fn improvements(
             .collect(),
     };
     write_file(
-        &out.join("improvement.svg"),
+        &out.join(format!("improvement{suffix}.svg")),
         &bar_chart(
-            &format!("{}: runtime improvement against CFS", sc.name),
+            &format!("{}: runtime improvement against {name}", sc.name),
             "variant",
             "runtime improvement, geometric mean (%)",
             &cats,
@@ -605,13 +631,13 @@ fn improvements(
         let stalls = data.by_program((v, cfs), &stall_share);
         let _ = write!(
             md,
-            "**Per program at {ms} ms** (Figure 9): runtime improvement against CFS, mean \
+            "**Per program at {ms} ms** (Figure 9): runtime improvement against {name}, mean \
              over every mix and seed the program ran in ± 95% half-width; beside it, what \
              the improvement comes from, geometric means over the same runs: its LLC \
              misses per 1,000 instructions and the share of its cycles stalled on memory, \
-             under CFS and under {label}.\n\n| program | improvement | runs | LLC misses \
-             per 1,000 instructions, CFS | at {ms} ms | memory-stall share of cycles, CFS \
-             | at {ms} ms |\n|---|---|---|---|---|---|---|\n",
+             under {name} and under {label}.\n\n| program | improvement | runs | LLC misses \
+             per 1,000 instructions, {name} | at {ms} ms | memory-stall share of cycles, \
+             {name} | at {ms} ms |\n|---|---|---|---|---|---|---|\n",
             ms = plain(s),
             label = sc.variants[v].label,
         );
@@ -639,11 +665,20 @@ fn improvements(
             cats.push(p.clone());
         }
         write_file(
-            &out.join("fig9-per-program.svg"),
+            &out.join(format!("fig9-per-program{suffix}.svg")),
             &bar_chart(
-                &format!("{}: per-program improvement at {} ms", sc.name, plain(s)),
+                &format!(
+                    "{}: per-program improvement at {} ms{}",
+                    sc.name,
+                    plain(s),
+                    if is_cfs {
+                        String::new()
+                    } else {
+                        format!(" against {name}")
+                    }
+                ),
                 "program",
-                "runtime improvement against CFS (%)",
+                &format!("runtime improvement against {name} (%)"),
                 &cats,
                 &[Series::with_intervals(sc.variants[v].label.clone(), &pts)],
                 None,
@@ -651,7 +686,10 @@ fn improvements(
         )?;
         md += "\n";
     }
-    md += "Plots: `improvement.svg`, `fig9-per-program.svg`.\n\n";
+    let _ = writeln!(
+        md,
+        "Plots: `improvement{suffix}.svg`, `fig9-per-program{suffix}.svg`.\n"
+    );
     Ok(md)
 }
 
@@ -946,12 +984,13 @@ fn partitioned(sc: &Scenario, data: &Data<'_>) -> Vec<(usize, usize, PerProgram)
 
 /// How a scenario's mixes sit on the machine, for the comparison across files: the
 /// number of CPUs its programs are bound to and the programs per CPU, when it has the
-/// timeslice analysis, a `cfs` variant and a static slice variant and every mix binds
-/// the same number of single-CPU programs to each of the same number of CPUs (`None`
-/// otherwise).
+/// timeslice analysis, a `cfs` variant and a static slice variant, no `references`
+/// (a diagnostic repeats another file's layout), and every mix binds the same number of
+/// single-CPU programs to each of the same number of CPUs (`None` otherwise).
 fn layout(sc: &Scenario) -> Option<(usize, usize)> {
     let has = |f: &dyn Fn(usize) -> bool| (0..sc.variants.len()).any(f);
     if !sc.analyses.iter().any(|a| a == "timeslice")
+        || !sc.references.is_empty()
         || !has(&|v| sc.variants[v].label == "cfs")
         || !has(&|v| sc.variants[v].label != "cfs" && slice_of(sc, v).is_some())
     {
@@ -1276,7 +1315,8 @@ mod tests {
 
     /// Which shipped files the comparison across files takes, and how their programs
     /// sit: fails if a figure's file drops out of it (or Figure 1's solo runs, Figure
-    /// 2's CFS-only runs or Figure 3's profiled slices come in) or its layout is misread.
+    /// 2's CFS-only runs, Figure 3's profiled slices or the diagnostic with its
+    /// reference come in) or its layout is misread.
     #[test]
     fn shipped_files_compared_across_are_figures_5_to_8() {
         let dir =
@@ -1290,6 +1330,7 @@ mod tests {
         }
         got.sort();
         let want = [
+            ("diag-fig8-2-at-4.5ms", None),
             ("fig1-slowdown", None),
             ("fig2-offcpu", None),
             ("fig3-coldstart", None),
@@ -1492,6 +1533,139 @@ mod tests {
             md.contains("| other | 0% | 2 | 1.00 | 1.00 | 0.300 | 0.300 |\n"),
             "{md}"
         );
+    }
+
+    /// The diagnostic's reference: with "hot" 20% slower at 4.5 ms than under CFS and
+    /// at 45 ms, and "other" the same in all three, 45 ms and CFS each gain
+    /// `1 − sqrt(0.8)` = 10.6% against the 4.5 ms reference, and 45 ms gains 0% against
+    /// CFS, each in its own section with its own plots. Fails if the reference's
+    /// section is missing, compares against CFS instead, shows the paper's values, or
+    /// overwrites the baseline's plots; or if a reference naming `cfs` or no variant,
+    /// or without the timeslice analysis, is accepted.
+    #[test]
+    fn a_reference_gets_its_own_comparison() {
+        let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/timeslice/diag-fig8-2-at-4.5ms.toml");
+        let mut sc = crate::experiment::parse(&f).unwrap();
+        assert_eq!(sc.references, ["slice-4.5ms"]);
+        // fig8-2's paper value (against CFS), which the reference's plot must not show
+        let fig8 = crate::experiment::parse(&f.with_file_name("fig8-2-per-core.toml")).unwrap();
+        sc.paper = fig8.paper.clone();
+        assert_eq!(sc.paper.len(), 1);
+        let at = |l: &str| sc.variants.iter().position(|v| v.label == l).unwrap();
+        let short = at("slice-4.5ms");
+        let (label, sub) = sc.per_mix().remove(0);
+        let jobs: Vec<crate::experiment::Job> = sub
+            .jobs()
+            .unwrap()
+            .into_iter()
+            .filter(|j| j.seed <= 2)
+            .collect();
+        let runs: Vec<RunResult> = jobs
+            .iter()
+            .map(|j| {
+                let hot = if j.variant == short {
+                    800_000
+                } else {
+                    1_000_000
+                };
+                fixture_run(
+                    j.seed,
+                    &[
+                        ("hot", hot, 1_000, 1_000_000, 300_000),
+                        ("other", 1_000_000, 1_000, 1_000_000, 300_000),
+                    ],
+                )
+            })
+            .collect();
+        assert_eq!(runs.len(), 6);
+        let done = vec![(label, sub, jobs, runs)];
+        let out = std::env::temp_dir().join(format!("cachesched-ref-{}", std::process::id()));
+        std::fs::create_dir_all(&out).unwrap();
+        let md = analysis(&sc, &done, &out).unwrap();
+        let plots: Vec<String> = [
+            "improvement.svg",
+            "improvement-vs-slice-4.5ms.svg",
+            "fig9-per-program.svg",
+            "fig9-per-program-vs-slice-4.5ms.svg",
+        ]
+        .iter()
+        .map(|p| std::fs::read_to_string(out.join(p)).unwrap_or_default())
+        .collect();
+        std::fs::remove_dir_all(&out).unwrap();
+        assert!(
+            plots.iter().all(|p| p.starts_with("<svg")),
+            "every plot written"
+        );
+        assert!(plots[0].contains(">paper<") && plots[0].contains("against CFS"));
+        assert!(!plots[1].contains(">paper<") && plots[1].contains("against slice-4.5ms"));
+        let (against_cfs, against_ref) = md
+            .split_once("**Runtime improvement against slice-4.5ms**")
+            .expect("the reference's section");
+        assert!(
+            against_cfs.contains("**Runtime improvement against CFS**"),
+            "{md}"
+        );
+        assert!(against_cfs.contains("| slice-45ms | 45.0 | 0% "), "{md}");
+        assert!(
+            against_cfs.contains("| slice-4.5ms | 4.50 | -11.8% "),
+            "{md}"
+        );
+        assert!(against_ref.contains("| cfs | CFS's own | 10.6% "), "{md}");
+        assert!(against_ref.contains("| slice-4.5ms | 4.50 | – |"), "{md}");
+        assert!(against_ref.contains("| slice-45ms | 45.0 | 10.6% "), "{md}");
+        assert!(against_ref.contains("| hot | 20.0% | 2 |"), "{md}");
+        assert!(
+            against_ref.contains("`improvement-vs-slice-4.5ms.svg`"),
+            "{md}"
+        );
+        // the paper's table, after the sections, holds the value against CFS
+        let (against_ref, paper) = against_ref.split_once("| paper |").expect("paper table");
+        assert!(!against_ref.contains(">paper<"), "{against_ref}");
+        assert!(
+            paper.contains("| slice-45ms | all | 15.0% | 0% "),
+            "{paper}"
+        );
+        let err = |s: &Scenario| s.validate().unwrap_err().to_string();
+        let mut bad = sc.clone();
+        bad.references = vec!["cfs".into()];
+        assert!(err(&bad).contains("other than cfs"));
+        bad.references = vec!["nosuch".into()];
+        assert!(err(&bad).contains("'nosuch'"));
+        bad.references = vec!["slice-45ms".into()];
+        bad.analyses.clear();
+        bad.paper.clear();
+        assert!(
+            err(&bad).contains("only the timeslice analysis"),
+            "{}",
+            err(&bad)
+        );
+    }
+
+    /// The diagnostic's `cfs` and `slice-45ms` runs are fig8-2-per-core's, run for
+    /// run (the same simulations, so the run cache shares them and the comparison is
+    /// paired with that file's): fails if the two files' mixes, windows, seeds or
+    /// machine drift apart.
+    #[test]
+    fn the_diagnostic_repeats_fig8_2s_runs() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/timeslice");
+        let cfgs = |f: &str, labels: &[&str]| {
+            let sc = crate::experiment::parse(&dir.join(f)).unwrap();
+            let mut v = Vec::new();
+            for (_, sub) in sc.per_mix() {
+                for j in sub.jobs().unwrap() {
+                    if labels.contains(&sc.variants[j.variant].label.as_str()) {
+                        v.push(crate::cache::config_key(&j.cfg).unwrap());
+                    }
+                }
+            }
+            v.sort_unstable();
+            v
+        };
+        let shared = cfgs("diag-fig8-2-at-4.5ms.toml", &["cfs", "slice-45ms"]);
+        assert_eq!(shared.len(), 60);
+        assert_eq!(shared, cfgs("fig8-2-per-core.toml", &["cfs", "slice-45ms"]));
     }
 
     #[test]
