@@ -932,7 +932,12 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
-    for p in sc.plan()? {
+    let planned = sc.plan()?;
+    if fill_run_cache(&planned, a.jobs)?.is_none() {
+        eprintln!("interrupted; nothing written (finished runs are kept in the run cache)");
+        return Ok(130);
+    }
+    for p in planned {
         let dir = p.out(&out);
         if run_scenario(&p.sc, p.jobs, &dir, a.jobs)?.is_none() {
             return Ok(130);
@@ -950,13 +955,7 @@ pub fn run_scenario(
     out: &std::path::Path,
     jobs: Option<usize>,
 ) -> Result<Option<(Vec<Job>, Vec<RunResult>)>> {
-    let workers = jobs
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        })
-        .clamp(1, jobs_list.len().max(1));
+    let workers = workers(jobs, jobs_list.len());
     println!("seeds {:?}", sc.seeds);
     println!(
         "scenario {}: {} runs on {} worker(s) -> {}",
@@ -977,7 +976,38 @@ pub fn run_scenario(
             sc.variants[j.variant].label, j.seed, j.llc_kb
         )
     };
-    // runs this simulator already made (an interrupted batch, a shared baseline)
+    let Some(mut runs) = cached_or_run(&cfgs, &label, workers)? else {
+        eprintln!("interrupted; nothing written (finished runs are kept in the run cache)");
+        return Ok(None);
+    };
+    if wants_solo {
+        let Some(()) = attach_solo_runs(&cfgs, &mut runs, workers)? else {
+            eprintln!("interrupted; nothing written");
+            return Ok(None);
+        };
+    }
+    write_outputs(sc, &jobs_list, &runs, out)?;
+    Ok(Some((jobs_list, runs)))
+}
+
+/// Workers for `n` runs: `jobs`, else every CPU, at least one and at most `n`.
+fn workers(jobs: Option<usize>, n: usize) -> usize {
+    jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+    .clamp(1, n.max(1))
+}
+
+/// The results of `cfgs`: those the run cache holds (an interrupted batch, a shared
+/// baseline), and the others run on `workers` workers in one pool, each kept in the
+/// run cache as it finishes (`label` names a run in errors). `None` if interrupted.
+fn cached_or_run(
+    cfgs: &[&SimConfig],
+    label: &(dyn Fn(usize) -> String + Sync),
+    workers: usize,
+) -> Result<Option<Vec<RunResult>>> {
     let keys = cfgs
         .iter()
         .map(|c| crate::cache::config_key(c))
@@ -1003,30 +1033,49 @@ pub fn run_scenario(
             warned.call_once(|| eprintln!("warning: runs are not kept in the run cache: {e:#}"));
         }
     };
-    let ran = if to_run.is_empty() {
-        Vec::new()
-    } else {
+    if !to_run.is_empty() {
         let Some(ran) = run_configs(&to_run, &|m| label(missing[m]), workers, &keep)? else {
-            eprintln!("interrupted; nothing written (finished runs are kept in the run cache)");
             return Ok(None);
         };
-        ran
-    };
-    for (m, r) in missing.iter().zip(ran) {
-        found[*m] = Some(r);
+        for (m, r) in missing.iter().zip(ran) {
+            found[*m] = Some(r);
+        }
     }
-    let mut runs: Vec<RunResult> = found
-        .into_iter()
-        .map(|r| r.expect("every run found or made"))
+    Ok(Some(
+        found
+            .into_iter()
+            .map(|r| r.expect("every run found or made"))
+            .collect(),
+    ))
+}
+
+/// Runs every run of a file's `planned` mixes that the run cache lacks, on `jobs`
+/// workers (default: all CPUs) in one pool, keeping each in the run cache: the mixes
+/// then read their runs from it, and no worker idles at the end of one mix while the
+/// next mix's runs wait. `None` if interrupted (finished runs are kept).
+pub fn fill_run_cache(planned: &[Planned], jobs: Option<usize>) -> Result<Option<()>> {
+    if planned.len() < 2 {
+        return Ok(Some(()));
+    }
+    let all: Vec<(&Planned, &Job)> = planned
+        .iter()
+        .flat_map(|p| p.jobs.iter().map(move |j| (p, j)))
         .collect();
-    if wants_solo {
-        let Some(()) = attach_solo_runs(&cfgs, &mut runs, workers)? else {
-            eprintln!("interrupted; nothing written");
-            return Ok(None);
-        };
-    }
-    write_outputs(sc, &jobs_list, &runs, out)?;
-    Ok(Some((jobs_list, runs)))
+    let cfgs: Vec<&SimConfig> = all.iter().map(|(_, j)| &j.cfg).collect();
+    let label = |i: usize| {
+        let (p, j) = all[i];
+        format!(
+            "run '{}' of {} seed {} llc {:?} KiB",
+            p.sc.variants[j.variant].label, p.sc.name, j.seed, j.llc_kb
+        )
+    };
+    let workers = workers(jobs, cfgs.len());
+    println!(
+        "{} runs of {} mixes on {workers} worker(s), into the run cache",
+        cfgs.len(),
+        planned.len()
+    );
+    Ok(cached_or_run(&cfgs, &label, workers)?.map(|_| ()))
 }
 
 /// The jobs of `sc` ([`Scenario::jobs`]) with the results a previous run of the same

@@ -382,6 +382,10 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
         for (stem, sc, planned) in scs {
             let (stem, sc) = (&stem, &sc);
             let mut done = Vec::new();
+            if !a.from_results && crate::experiment::fill_run_cache(&planned, a.jobs)?.is_none() {
+                eprintln!("interrupted; nothing written (finished runs are kept in the run cache)");
+                return Ok(130);
+            }
             for p in planned {
                 let out = p.out(&dir.join(stem));
                 let (jobs, runs) = if a.from_results {

@@ -742,9 +742,10 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
 /// (its own directory), every run ends when the principal's work segment is done, and
 /// the section has the variability table (with a partitioned baseline, §5.5), the
 /// best-effort slowdown, the paper's value against the measured, the reconnaissance
-/// check, Figure 4's estimates against the partitioned miss rates and the plots. Fails
-/// if a mix is not run, a run does not stop at its segment, or a part of the analysis
-/// is missing.
+/// check, Figure 4's estimates against the partitioned miss rates and the plots. The
+/// two mixes' 12 runs go through one pool first, and each mix then reads its 6 from the
+/// run cache. Fails if a mix is not run, the mixes run one after the other, a run does
+/// not stop at its segment, or a part of the analysis is missing.
 #[test]
 fn reproduce_cachefair_analyses_fast_and_slow_mixes() {
     let d = tmp("cachefair-mixes");
@@ -801,14 +802,25 @@ value = [21, 21]
     );
     std::fs::write(ex.join("tiny.toml"), file).unwrap();
     let out = d.join("out");
-    run_ok(&[
+    let said = run_ok(&[
         "reproduce",
         "cachefair",
+        "--jobs",
+        "2",
         "--experiments",
         d.join("experiments").to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
     ]);
+    assert!(
+        said.contains("12 runs of 2 mixes on 2 worker(s), into the run cache"),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("6 of 6 runs read from the run cache").count(),
+        2,
+        "{said}"
+    );
     for m in ["gzip-fast", "gzip-slow"] {
         let r = std::fs::read_to_string(out.join("cachefair/tiny").join(m).join("results.json"))
             .unwrap();
