@@ -565,18 +565,25 @@ impl Scenario {
         {
             bail!("unknown analysis '{a}'; known: {}", ANALYSES.join(", "));
         }
-        for r in &self.references {
+        for (i, r) in self.references.iter().enumerate() {
             if !self.analyses.iter().any(|a| a == "timeslice") {
                 bail!(
                     "references name '{r}', but only the timeslice analysis uses them: add \
                      \"timeslice\" to analyses or remove references"
                 );
             }
-            if r == "cfs" || !self.variants.iter().any(|v| &v.label == r) {
+            if r == "cfs" {
+                bail!("references name 'cfs', which is always the baseline: remove it");
+            }
+            if !self.variants.iter().any(|v| &v.label == r) {
+                let labels: Vec<&str> = self.variants.iter().map(|v| v.label.as_str()).collect();
                 bail!(
-                    "references name '{r}', which is not the label of a variant other than \
-                     cfs (cfs is always the baseline)"
+                    "references name '{r}', which is not a variant's label; the variants: {}",
+                    labels.join(", ")
                 );
+            }
+            if self.references[..i].contains(r) {
+                bail!("references name '{r}' twice: name each once");
             }
         }
         if let Some(q) = &self.quick {
@@ -934,7 +941,6 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
     let planned = sc.plan()?;
     if fill_run_cache(&planned, a.jobs)?.is_none() {
-        eprintln!("interrupted; nothing written (finished runs are kept in the run cache)");
         return Ok(130);
     }
     for p in planned {
@@ -955,7 +961,7 @@ pub fn run_scenario(
     out: &std::path::Path,
     jobs: Option<usize>,
 ) -> Result<Option<(Vec<Job>, Vec<RunResult>)>> {
-    let workers = workers(jobs, jobs_list.len());
+    let workers = worker_count(jobs, jobs_list.len());
     println!("seeds {:?}", sc.seeds);
     println!(
         "scenario {}: {} runs on {} worker(s) -> {}",
@@ -977,7 +983,7 @@ pub fn run_scenario(
         )
     };
     let Some(mut runs) = cached_or_run(&cfgs, &label, workers)? else {
-        eprintln!("interrupted; nothing written (finished runs are kept in the run cache)");
+        eprintln!("{INTERRUPTED}");
         return Ok(None);
     };
     if wants_solo {
@@ -990,8 +996,12 @@ pub fn run_scenario(
     Ok(Some((jobs_list, runs)))
 }
 
+/// Said when Ctrl-C stops a batch of runs.
+const INTERRUPTED: &str =
+    "interrupted; nothing more is written (finished runs are kept in the run cache)";
+
 /// Workers for `n` runs: `jobs`, else every CPU, at least one and at most `n`.
-fn workers(jobs: Option<usize>, n: usize) -> usize {
+fn worker_count(jobs: Option<usize>, n: usize) -> usize {
     jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -1002,7 +1012,8 @@ fn workers(jobs: Option<usize>, n: usize) -> usize {
 
 /// The results of `cfgs`: those the run cache holds (an interrupted batch, a shared
 /// baseline), and the others run on `workers` workers in one pool, each kept in the
-/// run cache as it finishes (`label` names a run in errors). `None` if interrupted.
+/// run cache as it finishes (`label` names a run in errors); configurations that
+/// repeat (the same key) run once. `None` if interrupted.
 fn cached_or_run(
     cfgs: &[&SimConfig],
     label: &(dyn Fn(usize) -> String + Sync),
@@ -1016,13 +1027,24 @@ fn cached_or_run(
         .iter()
         .map(|&k| crate::run_cache::load(k))
         .collect::<Result<_>>()?;
-    let missing: Vec<usize> = (0..cfgs.len()).filter(|&i| found[i].is_none()).collect();
+    // the first of each key the cache lacks
+    let mut seen = std::collections::HashSet::new();
+    let missing: Vec<usize> = (0..cfgs.len())
+        .filter(|&i| found[i].is_none() && seen.insert(keys[i]))
+        .collect();
+    let lacking = found.iter().filter(|r| r.is_none()).count();
     if missing.len() < cfgs.len() {
+        let same = lacking - missing.len();
         println!(
-            "{} of {} runs read from the run cache ({}), {} to run",
-            cfgs.len() - missing.len(),
+            "{} of {} runs read from the run cache ({}), {}{} to run",
+            cfgs.len() - lacking,
             cfgs.len(),
             crate::run_cache::cache_dir()?.display(),
+            if same > 0 {
+                format!("{same} the same as another, ")
+            } else {
+                String::new()
+            },
             missing.len()
         );
     }
@@ -1037,8 +1059,12 @@ fn cached_or_run(
         let Some(ran) = run_configs(&to_run, &|m| label(missing[m]), workers, &keep)? else {
             return Ok(None);
         };
-        for (m, r) in missing.iter().zip(ran) {
-            found[*m] = Some(r);
+        let made: std::collections::HashMap<u64, RunResult> =
+            missing.iter().map(|&m| keys[m]).zip(ran).collect();
+        for (f, k) in found.iter_mut().zip(&keys) {
+            if f.is_none() {
+                *f = made.get(k).cloned();
+            }
         }
     }
     Ok(Some(
@@ -1052,9 +1078,15 @@ fn cached_or_run(
 /// Runs every run of a file's `planned` mixes that the run cache lacks, on `jobs`
 /// workers (default: all CPUs) in one pool, keeping each in the run cache: the mixes
 /// then read their runs from it, and no worker idles at the end of one mix while the
-/// next mix's runs wait. `None` if interrupted (finished runs are kept).
+/// next mix's runs wait. Where runs cannot be kept (the run cache is not writable), the
+/// mixes run one after the other instead, as they would without this. `None` if
+/// interrupted (said on stderr; finished runs are kept).
 pub fn fill_run_cache(planned: &[Planned], jobs: Option<usize>) -> Result<Option<()>> {
     if planned.len() < 2 {
+        return Ok(Some(()));
+    }
+    if let Err(e) = crate::run_cache::check_writable() {
+        eprintln!("warning: the mixes run one after the other: {e:#}");
         return Ok(Some(()));
     }
     let all: Vec<(&Planned, &Job)> = planned
@@ -1069,13 +1101,17 @@ pub fn fill_run_cache(planned: &[Planned], jobs: Option<usize>) -> Result<Option
             p.sc.variants[j.variant].label, p.sc.name, j.seed, j.llc_kb
         )
     };
-    let workers = workers(jobs, cfgs.len());
+    let workers = worker_count(jobs, cfgs.len());
     println!(
         "{} runs of {} mixes on {workers} worker(s), into the run cache",
         cfgs.len(),
         planned.len()
     );
-    Ok(cached_or_run(&cfgs, &label, workers)?.map(|_| ()))
+    let done = cached_or_run(&cfgs, &label, workers)?.map(|_| ());
+    if done.is_none() {
+        eprintln!("{INTERRUPTED}");
+    }
+    Ok(done)
 }
 
 /// The jobs of `sc` ([`Scenario::jobs`]) with the results a previous run of the same

@@ -383,7 +383,6 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             let (stem, sc) = (&stem, &sc);
             let mut done = Vec::new();
             if !a.from_results && crate::experiment::fill_run_cache(&planned, a.jobs)?.is_none() {
-                eprintln!("interrupted; nothing written (finished runs are kept in the run cache)");
                 return Ok(130);
             }
             for p in planned {

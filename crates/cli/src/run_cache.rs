@@ -10,13 +10,30 @@
 //! them. The directory can be copied to another machine (or kept in a repository) to
 //! carry a long reproduction across machines. Delete it to reclaim the space.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use cachesched_sim::RunResult;
 use std::path::PathBuf;
 
 /// The run cache directory.
 pub fn cache_dir() -> Result<PathBuf> {
     crate::cache::user_cache_dir("CACHESCHED_RUNS", "runs")
+}
+
+/// Whether runs can be kept: the run cache's directory exists or can be made, and a
+/// file can be written there and removed; the error names the directory and why not.
+pub fn check_writable() -> Result<()> {
+    let dir = cache_dir()?;
+    let probe = dir.join(format!(".probe.{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe))
+        .with_context(|| {
+            format!(
+                "runs cannot be kept in the run cache '{}' (make it writable, or set \
+                 CACHESCHED_RUNS to a writable directory)",
+                dir.display()
+            )
+        })
 }
 
 /// The stored result of the run with key `k`, if there is a readable one (anything

@@ -126,14 +126,20 @@ pub fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("cannot write '{}'", path.display()))
 }
 
-/// Sets a flag on Ctrl-C / SIGTERM so long runs stop cleanly.
+/// The process's flag, set on Ctrl-C / SIGTERM so long runs stop cleanly: one flag for
+/// every caller (a handler can be installed only once, so a flag made per call would
+/// never be set after the first), which stays set, so that every later batch of runs
+/// stops too.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    // Installing fails only if a handler exists already (e.g. called twice); the first
-    // handler keeps working then.
-    let _ = ctrlc::set_handler(move || f.store(true, Ordering::SeqCst));
-    flag
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        // installing fails only if another handler exists (none does in this binary)
+        let _ = ctrlc::set_handler(move || f.store(true, Ordering::SeqCst));
+        flag
+    })
+    .clone()
 }
 
 /// One line saying what will run on `machine`: threads, baseline, policies, durations.
@@ -222,4 +228,18 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every caller gets the one flag the Ctrl-C handler sets: fails if a later batch
+    /// of runs (the second file or mix of a reproduction) gets a flag of its own that
+    /// no handler would ever set, as it once did.
+    #[test]
+    fn every_caller_shares_the_interrupt_flag() {
+        let (a, b) = (interrupt_flag(), interrupt_flag());
+        assert!(Arc::ptr_eq(&a, &b));
+    }
 }

@@ -418,37 +418,37 @@ fn slowdowns(
 }
 
 /// Figures 5–10: every variant's runtime improvement, LLC misses and fairness against
-/// variant `cfs` (the baseline, `cfs`, or one of the scenario's `references`), and the
+/// variant `base` (the baseline, `cfs`, or one of the scenario's `references`), and the
 /// per-program improvement of the variant with the 45 ms slices (or the nearest).
 /// Against a reference, the plots' names end in `-vs-<reference>` and the paper's
 /// values are left out (they are against CFS).
 fn improvements(
     sc: &Scenario,
     data: &Data<'_>,
-    cfs: usize,
+    base: usize,
     measured: &mut Measured,
     out: &Path,
 ) -> Result<String> {
     let seeds = data.seeds();
-    let base = &sc.variants[cfs].label;
-    let is_cfs = base == "cfs";
+    let base_label = &sc.variants[base].label;
+    let is_cfs = base_label == "cfs";
     // the base's name in prose, and the suffix of its plots' names
     let (name, suffix) = if is_cfs {
         ("CFS".to_string(), String::new())
     } else {
-        (base.clone(), format!("-vs-{base}"))
+        (base_label.clone(), format!("-vs-{base_label}"))
     };
     let mut md = if is_cfs {
         String::from("**Runtime improvement against CFS** (Figures 5–8, 10)")
     } else {
         format!(
-            "**Runtime improvement against {base}** (a diagnostic's reference, not the \
+            "**Runtime improvement against {base_label}** (a diagnostic's reference, not the \
              paper's baseline; the paper's values are against CFS and are not shown)"
         )
     };
     md += &format!(
         ": per seed, `100 · (1 − \
-         geomean over the programs of runtime / runtime under {base})` (runtime: the inverse \
+         geomean over the programs of runtime / runtime under {base_label})` (runtime: the inverse \
          of a program's instructions per ms on a CPU times the run's mean CPU share, its \
          progress with an equal share; the window's own shares vary with where it cut the \
          rounds of long slices); spread: the standard \
@@ -486,7 +486,7 @@ fn improvements(
             .fold(f64::NAN, f64::max);
         let lag = finite(lag, "");
         let fewest = fewest_slices(data, v).map_or("–".to_string(), |f| f.to_string());
-        if v == cfs {
+        if v == base {
             let slice = static_slice(&sc.variants[v]).map_or("CFS's own".to_string(), plain);
             let _ = writeln!(
                 md,
@@ -501,7 +501,7 @@ fn improvements(
         let mut all = Vec::new();
         let mut per = Vec::new();
         for &s in &seeds {
-            let ratios = runtime_ratios(data, s, v, cfs);
+            let ratios = runtime_ratios(data, s, v, base);
             if ratios.is_empty() {
                 continue;
             }
@@ -514,10 +514,10 @@ fn improvements(
                     .sqrt(),
             );
             // misses for the same work: totals over programs, and per program
-            let m = data.pairs(s, (v, cfs), &mpi);
+            let m = data.pairs(s, (v, base), &mpi);
             let (mut mv, mut mb, mut iv, mut ib) = (0.0, 0.0, 0.0, 0.0);
             for mix in &data.runs {
-                let (Some(a), Some(b)) = (mix[v].get(&s), mix[cfs].get(&s)) else {
+                let (Some(a), Some(b)) = (mix[v].get(&s), mix[base].get(&s)) else {
                     continue;
                 };
                 mv += a.totals.llc_misses as f64;
@@ -616,22 +616,22 @@ fn improvements(
             (!marks.points.is_empty()).then_some(&marks),
         ),
     )?;
-    // Figure 9: per program, at 45 ms (else the longest static slice)
+    // Figure 9: per program, at the static slice nearest to 45 ms (not CFS's own)
     let detail = (0..sc.variants.len())
-        .filter(|&v| v != cfs)
-        .filter_map(|v| slice_of(sc, v).map(|s| (v, s)))
+        .filter(|&v| v != base)
+        .filter_map(|v| slice_of(sc, v).filter(|&s| s > 0.0).map(|s| (v, s)))
         .min_by(|a, b| (a.1 - 45.0).abs().total_cmp(&(b.1 - 45.0).abs()));
     if let Some((v, s)) = detail {
         let by_prog: BTreeMap<String, Vec<f64>> = data
-            .by_program((v, cfs), &rate)
+            .by_program((v, base), &rate)
             .into_iter()
             .map(|(p, xy)| (p, xy.iter().map(|(x, y)| 100.0 * (1.0 - y / x)).collect()))
             .collect();
-        let misses = data.by_program((v, cfs), &mpi);
-        let stalls = data.by_program((v, cfs), &stall_share);
+        let misses = data.by_program((v, base), &mpi);
+        let stalls = data.by_program((v, base), &stall_share);
         let _ = write!(
             md,
-            "**Per program at {ms} ms** (Figure 9): runtime improvement against {name}, mean \
+            "**Per program at {ms} ms**{fig}: runtime improvement against {name}, mean \
              over every mix and seed the program ran in ± 95% half-width; beside it, what \
              the improvement comes from, geometric means over the same runs: its LLC \
              misses per 1,000 instructions and the share of its cycles stalled on memory, \
@@ -640,8 +640,9 @@ fn improvements(
              {name} | at {ms} ms |\n|---|---|---|---|---|---|---|\n",
             ms = plain(s),
             label = sc.variants[v].label,
+            fig = if is_cfs { " (Figure 9)" } else { "" },
         );
-        // a program's geometric means under CFS and under the variant, scaled
+        // a program's geometric means under the base and under the variant, scaled
         let both = |m: &BTreeMap<String, Vec<(f64, f64)>>, p: &str, scale: f64| {
             let xy = m.get(p).map_or(&[][..], Vec::as_slice);
             (
@@ -1620,8 +1621,7 @@ mod tests {
             "{md}"
         );
         // the paper's table, after the sections, holds the value against CFS
-        let (against_ref, paper) = against_ref.split_once("| paper |").expect("paper table");
-        assert!(!against_ref.contains(">paper<"), "{against_ref}");
+        let (_, paper) = against_ref.split_once("| paper |").expect("paper table");
         assert!(
             paper.contains("| slice-45ms | all | 15.0% | 0% "),
             "{paper}"
@@ -1629,9 +1629,13 @@ mod tests {
         let err = |s: &Scenario| s.validate().unwrap_err().to_string();
         let mut bad = sc.clone();
         bad.references = vec!["cfs".into()];
-        assert!(err(&bad).contains("other than cfs"));
+        assert!(err(&bad).contains("always the baseline"));
         bad.references = vec!["nosuch".into()];
-        assert!(err(&bad).contains("'nosuch'"));
+        assert!(err(&bad).contains(
+            "'nosuch', which is not a variant's label; the variants: cfs, slice-4.5ms, slice-45ms"
+        ));
+        bad.references = vec!["slice-45ms".into(), "slice-45ms".into()];
+        assert!(err(&bad).contains("twice"));
         bad.references = vec!["slice-45ms".into()];
         bad.analyses.clear();
         bad.paper.clear();

@@ -1209,3 +1209,76 @@ fn study_affinity_runs_every_condition_and_rebuilds_its_report() {
     ]);
     assert!(e.contains("--from-runs needs a previous study"), "{e}");
 }
+
+/// `experiment` on two mixes that are the same simulation: the pool runs it once and
+/// both mixes read it from the run cache; with a run cache that cannot be written, the
+/// mixes run one after the other, each its own run, with a warning. Fails if the
+/// repeated configuration runs twice in the pool, the mixes bypass the pool, or an
+/// unwritable cache stops the experiment.
+#[test]
+fn experiment_pools_its_mixes_and_runs_a_repeated_one_once() {
+    let d = tmp("pool-mixes");
+    let mix = |label: &str| {
+        format!(
+            "[[mixes]]\nlabel = \"{label}\"\nthreads = [{{ profile = \"mcf\", cpus = [0] }}]\n\n"
+        )
+    };
+    let file = d.join("two.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"two\"\ndescription = \"the same mix twice\"\nmachine = \"core2-4m\"\n\
+             duration_ms = 10\nseeds = [1]\nmetrics = [\"ips\"]\nmin_quanta = 0\n\n{}{}",
+            mix("a"),
+            mix("b")
+        ),
+    )
+    .unwrap();
+    let said = run_ok(&[
+        "experiment",
+        file.to_str().unwrap(),
+        "--out",
+        d.join("out").to_str().unwrap(),
+        "--jobs",
+        "2",
+    ]);
+    assert!(
+        said.contains("2 runs of 2 mixes on 2 worker(s), into the run cache"),
+        "{said}"
+    );
+    assert!(
+        said.contains("0 of 2 runs read from the run cache")
+            && said.contains(", 1 the same as another, 1 to run"),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("1 of 1 runs read from the run cache").count(),
+        2,
+        "{said}"
+    );
+    // a run cache under a file cannot be made: no pool, each mix runs its own
+    let out = bin()
+        .env("CACHESCHED_RUNS", file.join("runs"))
+        .args([
+            "experiment",
+            file.to_str().unwrap(),
+            "--out",
+            d.join("out2").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let (said, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: the mixes run one after the other")
+            && err.contains("CACHESCHED_RUNS"),
+        "{err}"
+    );
+    assert!(!said.contains("into the run cache"), "{said}");
+    for m in ["a", "b"] {
+        assert!(d.join("out2").join(m).join("results.json").exists());
+    }
+}
