@@ -975,13 +975,7 @@ pub fn run_scenario(
         .iter()
         .any(|m| SOLO_METRICS.contains(&m.as_str()));
     let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
-    let label = |i: usize| {
-        let j = &jobs_list[i];
-        format!(
-            "run '{}' seed {} llc {:?} KiB",
-            sc.variants[j.variant].label, j.seed, j.llc_kb
-        )
-    };
+    let label = |i: usize| run_label(sc, &jobs_list[i]);
     let Some(mut runs) = cached_or_run(&cfgs, &label, workers)? else {
         eprintln!("{INTERRUPTED}");
         return Ok(None);
@@ -994,6 +988,14 @@ pub fn run_scenario(
     }
     write_outputs(sc, &jobs_list, &runs, out)?;
     Ok(Some((jobs_list, runs)))
+}
+
+/// How errors and progress name run `j` of scenario `sc`.
+fn run_label(sc: &Scenario, j: &Job) -> String {
+    format!(
+        "run '{}' of {} seed {} llc {:?} KiB",
+        sc.variants[j.variant].label, sc.name, j.seed, j.llc_kb
+    )
 }
 
 /// Said when Ctrl-C stops a batch of runs.
@@ -1094,13 +1096,7 @@ pub fn fill_run_cache(planned: &[Planned], jobs: Option<usize>) -> Result<Option
         .flat_map(|p| p.jobs.iter().map(move |j| (p, j)))
         .collect();
     let cfgs: Vec<&SimConfig> = all.iter().map(|(_, j)| &j.cfg).collect();
-    let label = |i: usize| {
-        let (p, j) = all[i];
-        format!(
-            "run '{}' of {} seed {} llc {:?} KiB",
-            p.sc.variants[j.variant].label, p.sc.name, j.seed, j.llc_kb
-        )
-    };
+    let label = |i: usize| run_label(&all[i].0.sc, all[i].1);
     let workers = worker_count(jobs, cfgs.len());
     println!(
         "{} runs of {} mixes on {workers} worker(s), into the run cache",

@@ -486,8 +486,37 @@ fn improvements(
             .fold(f64::NAN, f64::max);
         let lag = finite(lag, "");
         let fewest = fewest_slices(data, v).map_or("–".to_string(), |f| f.to_string());
+        // the variant's slice, the base's included
+        let slice = static_slice(&sc.variants[v]).map_or_else(
+            || {
+                if sc.variants[v].label == "cfs" {
+                    return "CFS's own".to_string();
+                }
+                // the dynamic variant: the slices it had set when each run ended
+                let chosen: Vec<f64> = data
+                    .runs
+                    .iter()
+                    .flat_map(|m| m[v].values())
+                    // a run whose policy set no slice reports a mean of 0
+                    .filter(|r| {
+                        r.policy_stats
+                            .get("threads_with_slice")
+                            .is_some_and(|&n| n > 0.0)
+                    })
+                    .filter_map(|r| r.policy_stats.get("mean_slice_ms").copied())
+                    .collect();
+                if chosen.is_empty() {
+                    "–".to_string()
+                } else {
+                    format!(
+                        "{} (chosen, mean)",
+                        plain(chosen.iter().sum::<f64>() / chosen.len() as f64)
+                    )
+                }
+            },
+            plain,
+        );
         if v == base {
-            let slice = static_slice(&sc.variants[v]).map_or("CFS's own".to_string(), plain);
             let _ = writeln!(
                 md,
                 "| {label} | {slice} | – | – | – | – | {} | {lag} | {} | {fewest} |",
@@ -539,35 +568,6 @@ fn improvements(
         measured.insert(
             ("llc_miss_geomean_change_pct".into(), label.clone(), None),
             per,
-        );
-        let slice = static_slice(&sc.variants[v]).map_or_else(
-            || {
-                if sc.variants[v].label == "cfs" {
-                    return "CFS's own".to_string();
-                }
-                // the dynamic variant: the slices it had set when each run ended
-                let chosen: Vec<f64> = data
-                    .runs
-                    .iter()
-                    .flat_map(|m| m[v].values())
-                    // a run whose policy set no slice reports a mean of 0
-                    .filter(|r| {
-                        r.policy_stats
-                            .get("threads_with_slice")
-                            .is_some_and(|&n| n > 0.0)
-                    })
-                    .filter_map(|r| r.policy_stats.get("mean_slice_ms").copied())
-                    .collect();
-                if chosen.is_empty() {
-                    "–".to_string()
-                } else {
-                    format!(
-                        "{} (chosen, mean)",
-                        plain(chosen.iter().sum::<f64>() / chosen.len() as f64)
-                    )
-                }
-            },
-            plain,
         );
         let _ = writeln!(
             md,
