@@ -322,6 +322,38 @@ pub fn analysis(
     Ok(md)
 }
 
+/// The slice column of variant `v`'s row: its static slice, "CFS's own" for the CFS
+/// baseline, or for the dynamic variant the mean over runs of the slices it had set
+/// when each run ended ("–" when no run set one).
+fn slice_cell(sc: &Scenario, data: &Data<'_>, v: usize) -> String {
+    if let Some(ms) = static_slice(&sc.variants[v]) {
+        return plain(ms);
+    }
+    if sc.variants[v].label == "cfs" {
+        return "CFS's own".to_string();
+    }
+    let chosen: Vec<f64> = data
+        .runs
+        .iter()
+        .flat_map(|m| m[v].values())
+        // a run whose policy set no slice reports a mean of 0
+        .filter(|r| {
+            r.policy_stats
+                .get("threads_with_slice")
+                .is_some_and(|&n| n > 0.0)
+        })
+        .filter_map(|r| r.policy_stats.get("mean_slice_ms").copied())
+        .collect();
+    if chosen.is_empty() {
+        "–".to_string()
+    } else {
+        format!(
+            "{} (chosen, mean)",
+            plain(chosen.iter().sum::<f64>() / chosen.len() as f64)
+        )
+    }
+}
+
 /// The fewest slices any thread still running began in a measured window of variant
 /// `v`, over every mix and seed (`None` without runs).
 fn fewest_slices(data: &Data<'_>, v: usize) -> Option<u64> {
@@ -487,35 +519,7 @@ fn improvements(
         let lag = finite(lag, "");
         let fewest = fewest_slices(data, v).map_or("–".to_string(), |f| f.to_string());
         // the variant's slice, the base's included
-        let slice = static_slice(&sc.variants[v]).map_or_else(
-            || {
-                if sc.variants[v].label == "cfs" {
-                    return "CFS's own".to_string();
-                }
-                // the dynamic variant: the slices it had set when each run ended
-                let chosen: Vec<f64> = data
-                    .runs
-                    .iter()
-                    .flat_map(|m| m[v].values())
-                    // a run whose policy set no slice reports a mean of 0
-                    .filter(|r| {
-                        r.policy_stats
-                            .get("threads_with_slice")
-                            .is_some_and(|&n| n > 0.0)
-                    })
-                    .filter_map(|r| r.policy_stats.get("mean_slice_ms").copied())
-                    .collect();
-                if chosen.is_empty() {
-                    "–".to_string()
-                } else {
-                    format!(
-                        "{} (chosen, mean)",
-                        plain(chosen.iter().sum::<f64>() / chosen.len() as f64)
-                    )
-                }
-            },
-            plain,
-        );
+        let slice = slice_cell(sc, data, v);
         if v == base {
             let _ = writeln!(
                 md,
