@@ -48,6 +48,18 @@ pub struct Variant {
     /// Affinity-oblivious kernel (default: the scenario's).
     #[serde(default)]
     pub affinity_oblivious: Option<bool>,
+    /// The number of online CPUs the CFS-like baseline scales its tunables by (default:
+    /// the machine's CPUs). Linux multiplies its latency target and minimum granularity
+    /// by `1 + log2(min(n, 8))` of the CPUs online (`get_update_sysctl_factor` in
+    /// kernel/sched/fair.c), not of the CPUs a thread is pinned to, so a machine
+    /// emulated by pinning threads to some CPUs of a larger one (the timeslice paper's
+    /// 2-core set, pinned on its quad-core Xeon, §4.2) has the larger machine's slices.
+    /// Applied as the scenario's `kernel.cfs_latency_ms` and
+    /// `kernel.cfs_min_granularity_ms` rescaled from the machine's factor to `n`'s (the
+    /// resolved configuration shows the rescaled values); only for a variant whose
+    /// baseline is CFS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cfs_online_cpus: Option<u32>,
     /// Equal way-partitioning of the shared last-level cache (default: none).
     #[serde(default)]
     pub partition: Option<cachesched_sim::config::Partition>,
@@ -532,6 +544,22 @@ impl Scenario {
             if v.pin.is_none() && !v.pin_labels.is_empty() {
                 bail!("variant '{}': pin_labels without pin", v.label);
             }
+            if let Some(n) = v.cfs_online_cpus {
+                if n == 0 {
+                    bail!(
+                        "variant '{}': cfs_online_cpus is 0; give the number of CPUs online \
+                         (at least 1)",
+                        v.label
+                    );
+                }
+                if v.baseline.unwrap_or(self.kernel.baseline) != Baseline::Cfs {
+                    bail!(
+                        "variant '{}': cfs_online_cpus scales the CFS baseline's tunables, but \
+                         the variant's baseline is not CFS: remove it or set baseline = \"cfs\"",
+                        v.label
+                    );
+                }
+            }
             // every thread set the variant can run on: the scenario's or each mix's
             let sets: Vec<&Vec<ThreadGroup>> = match &v.threads {
                 Some(t) => vec![t],
@@ -703,6 +731,7 @@ impl Scenario {
             None => vec![None],
         };
         let base = self.machine.resolve()?;
+        let cpus = base.topology()?.nr_cpus();
         let mut jobs = Vec::new();
         for &llc in &sizes {
             let machine = match llc {
@@ -717,6 +746,11 @@ impl Scenario {
                     }
                     if let Some(o) = v.affinity_oblivious {
                         kernel.affinity_oblivious = o;
+                    }
+                    if let Some(n) = v.cfs_online_cpus {
+                        let r = cfs_factor(n as usize) / cfs_factor(cpus);
+                        kernel.cfs_latency_ms *= r;
+                        kernel.cfs_min_granularity_ms *= r;
                     }
                     let mut threads = v.threads.clone().unwrap_or_else(|| self.threads.clone());
                     threads.extend(v.add_threads.iter().cloned());
@@ -769,6 +803,14 @@ pub fn fewest_slices(r: &RunResult) -> Option<&ThreadResult> {
         .iter()
         .filter(|t| !t.exited)
         .min_by_key(|t| t.slices)
+}
+
+/// The factor by which Linux's CFS scales its latency target and minimum granularity
+/// with `cpus` CPUs online: `1 + log2(min(cpus, 8))`, rounded down (kernel/sched/fair.c,
+/// `SCHED_TUNABLESCALING_LOG`), as the simulated kernel scales them by the machine's
+/// CPUs.
+pub fn cfs_factor(cpus: usize) -> f64 {
+    1.0 + (cpus.clamp(1, 8) as f64).log2().floor()
 }
 
 /// The checks of a scenario's measured windows, as a Markdown list, and whether they
@@ -1610,6 +1652,57 @@ mod tests {
             assert!(!l.contains('_'), "{n}: '{l}' is an identifier, not a label");
         }
         assert_eq!(metric_label("nope"), "?");
+    }
+
+    /// `cfs_online_cpus` gives a variant the CFS slices of a machine with that many CPUs
+    /// online: on the 2-CPU xeon-e5-16m-2c with 4 online, four threads on a CPU get 4.5
+    /// ms each from the simulated kernel (as on the 4-CPU xeon-e5-16m), not 3 ms, and
+    /// eight per CPU reach the larger floor of 2.25 ms; the other variants keep their
+    /// configuration; a 0 or a non-CFS baseline is refused.
+    #[test]
+    fn cfs_online_cpus_gives_a_larger_machines_slices() {
+        use cachesched_sim::kernel::class::{Class, SchedEntity};
+        let text = r#"
+name = "t"
+machine = "xeon-e5-16m-2c"
+duration_ms = 20
+warmup_ms = 0
+seeds = [1]
+threads = [{ profile = "mcf", cpus = [0] }]
+variants = [{ label = "cfs" }, { label = "cfs-4cpu", cfs_online_cpus = 4 }]
+"#;
+        let sc: Scenario = toml::from_str(text).unwrap();
+        sc.validate().unwrap();
+        let jobs = sc.jobs().unwrap();
+        let e = SchedEntity::new(0, 0);
+        let w = e.weight() as u64;
+        let slice_ms = |k: &KernelConfig, cpus: usize, nr: u64| {
+            Class::new(k, cpus).slice_ns(&e, nr as usize, nr * w) as f64 / 1e6
+        };
+        assert_eq!(jobs[0].cfg.kernel, KernelConfig::default());
+        let k4 = &jobs[1].cfg.kernel;
+        assert_eq!(slice_ms(&jobs[0].cfg.kernel, 2, 4), 3.0);
+        assert_eq!(slice_ms(k4, 2, 4), 4.5);
+        assert_eq!(slice_ms(k4, 2, 4), slice_ms(&KernelConfig::default(), 4, 4));
+        assert_eq!(slice_ms(k4, 2, 8), 2.25);
+        assert_eq!(slice_ms(k4, 2, 2), 9.0);
+        // beyond 8 CPUs Linux stops scaling: 16 online is 8 online
+        let mut big = sc.clone();
+        big.variants[1].cfs_online_cpus = Some(16);
+        assert_eq!(slice_ms(&big.jobs().unwrap()[1].cfg.kernel, 2, 4), 6.0);
+        for (bad, why) in [(0, "is 0"), (4, "not CFS")] {
+            let mut b = sc.clone();
+            b.variants[1].cfs_online_cpus = Some(bad);
+            if bad == 4 {
+                b.variants[1].baseline = Some(Baseline::Rr);
+            }
+            let err = b.validate().unwrap_err().to_string();
+            assert!(err.contains(why), "{err}");
+        }
+        assert_eq!(cfs_factor(1), 1.0);
+        assert_eq!(cfs_factor(3), 2.0);
+        assert_eq!(cfs_factor(4), 3.0);
+        assert_eq!(cfs_factor(64), 4.0);
     }
 
     /// Every scenario file shipped under `experiments/` loads: it parses, names known

@@ -322,15 +322,22 @@ pub fn analysis(
     Ok(md)
 }
 
-/// The slice column of variant `v`'s row: its static slice, "CFS's own" for the CFS
-/// baseline, or for the dynamic variant the mean over runs of the slices it had set
-/// when each run ended ("–" when no run set one).
+/// The slice column of variant `v`'s row: its static slice, "CFS's own" for a variant
+/// without policies under the CFS baseline (with the CPUs online it scales by, where
+/// the variant sets them), or for the dynamic variant the mean over runs of the slices
+/// it had set when each run ended ("–" when no run set one).
 fn slice_cell(sc: &Scenario, data: &Data<'_>, v: usize) -> String {
-    if let Some(ms) = static_slice(&sc.variants[v]) {
+    let var = &sc.variants[v];
+    if let Some(ms) = static_slice(var) {
         return plain(ms);
     }
-    if sc.variants[v].label == "cfs" {
-        return "CFS's own".to_string();
+    if var.policies.is_empty()
+        && var.baseline.unwrap_or(sc.kernel.baseline) == cachesched_sim::Baseline::Cfs
+    {
+        return match var.cfs_online_cpus {
+            Some(n) => format!("CFS's own, {n} CPUs online"),
+            None => "CFS's own".to_string(),
+        };
     }
     let chosen: Vec<f64> = data
         .runs
@@ -1335,6 +1342,7 @@ mod tests {
         }
         got.sort();
         let want = [
+            ("diag-fig5-cfs-2cpu", None),
             ("diag-fig8-2-at-4.5ms", None),
             ("fig1-slowdown", None),
             ("fig2-offcpu", None),
@@ -1674,6 +1682,56 @@ mod tests {
         let shared = cfgs("diag-fig8-2-at-4.5ms.toml", &["cfs", "slice-45ms"]);
         assert_eq!(shared.len(), 60);
         assert_eq!(shared, cfgs("fig8-2-per-core.toml", &["cfs", "slice-45ms"]));
+    }
+
+    /// The diagnostic of fig5's baseline runs nothing that fig5 does not, or did not
+    /// before its baseline changed: its `cfs` and static slices are fig5's runs, and
+    /// its `cfs-2cpu` is fig5's `cfs` without `cfs_online_cpus`, as the file was
+    /// until 2026-12-01 (so those 80 runs are the ones its results were read from).
+    /// Fails if the two files' mixes, windows, seeds or kernel settings drift apart.
+    #[test]
+    fn the_fig5_baseline_diagnostic_repeats_fig5s_runs() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/timeslice");
+        let keys = |sc: &Scenario, labels: &[&str]| {
+            let mut v = Vec::new();
+            for (_, sub) in sc.per_mix() {
+                for j in sub.jobs().unwrap() {
+                    if labels.contains(&sc.variants[j.variant].label.as_str()) {
+                        v.push(crate::cache::config_key(&j.cfg).unwrap());
+                    }
+                }
+            }
+            v.sort_unstable();
+            v
+        };
+        let diag = crate::experiment::parse(&dir.join("diag-fig5-cfs-2cpu.toml")).unwrap();
+        let fig5 = crate::experiment::parse(&dir.join("fig5-2c16m.toml")).unwrap();
+        let slices = [
+            "slice-5ms",
+            "slice-15ms",
+            "slice-30ms",
+            "slice-45ms",
+            "slice-70ms",
+        ];
+        let mut both = slices.to_vec();
+        both.push("cfs");
+        let shared = keys(&diag, &both);
+        assert_eq!(shared.len(), 16 * 5 * 6);
+        assert_eq!(shared, keys(&fig5, &both));
+        let mut former = fig5.clone();
+        let cfs = former
+            .variants
+            .iter_mut()
+            .find(|v| v.label == "cfs")
+            .unwrap();
+        assert_eq!(cfs.cfs_online_cpus, Some(4));
+        cfs.cfs_online_cpus = None;
+        let old = keys(&diag, &["cfs-2cpu"]);
+        assert_eq!(old.len(), 80);
+        assert_eq!(old, keys(&former, &["cfs"]));
+        assert!(old.iter().all(|k| !shared.contains(k)));
+        assert_eq!(diag.variants.len(), 7);
     }
 
     #[test]
