@@ -49,15 +49,17 @@ pub struct Variant {
     #[serde(default)]
     pub affinity_oblivious: Option<bool>,
     /// The number of online CPUs the CFS-like baseline scales its tunables by (default:
-    /// the machine's CPUs). Linux multiplies its latency target and minimum granularity
-    /// by `1 + log2(min(n, 8))` of the CPUs online (`get_update_sysctl_factor` in
-    /// kernel/sched/fair.c), not of the CPUs a thread is pinned to, so a machine
-    /// emulated by pinning threads to some CPUs of a larger one (the timeslice paper's
-    /// 2-core set, pinned on its quad-core Xeon, §4.2) has the larger machine's slices.
-    /// Applied as the scenario's `kernel.cfs_latency_ms` and
+    /// the machine's CPUs; at least those). Linux multiplies its latency target and
+    /// minimum granularity by `1 + log2(min(n, 8))` of the CPUs online
+    /// (`get_update_sysctl_factor` in kernel/sched/fair.c), not of the CPUs a thread is
+    /// pinned to, so a machine emulated by pinning threads to some CPUs of a larger one
+    /// (the timeslice paper's 2-core set, pinned on its quad-core Xeon, §4.2) has the
+    /// larger machine's slices. Applied as the scenario's `kernel.cfs_latency_ms` and
     /// `kernel.cfs_min_granularity_ms` rescaled from the machine's factor to `n`'s (the
     /// resolved configuration shows the rescaled values); only for a variant whose
-    /// baseline is CFS.
+    /// baseline is CFS. Linux scales its wake-up granularity too; the simulated kernel
+    /// scales it by no count (`kernel.cfs_wakeup_granularity_ms` as given), and so
+    /// neither does this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cfs_online_cpus: Option<u32>,
     /// Equal way-partitioning of the shared last-level cache (default: none).
@@ -544,14 +546,7 @@ impl Scenario {
             if v.pin.is_none() && !v.pin_labels.is_empty() {
                 bail!("variant '{}': pin_labels without pin", v.label);
             }
-            if let Some(n) = v.cfs_online_cpus {
-                if n == 0 {
-                    bail!(
-                        "variant '{}': cfs_online_cpus is 0; give the number of CPUs online \
-                         (at least 1)",
-                        v.label
-                    );
-                }
+            if v.cfs_online_cpus.is_some() {
                 if v.baseline.unwrap_or(self.kernel.baseline) != Baseline::Cfs {
                     bail!(
                         "variant '{}': cfs_online_cpus scales the CFS baseline's tunables, but \
@@ -748,9 +743,18 @@ impl Scenario {
                         kernel.affinity_oblivious = o;
                     }
                     if let Some(n) = v.cfs_online_cpus {
-                        let r = cfs_factor(n as usize) / cfs_factor(cpus);
-                        kernel.cfs_latency_ms *= r;
-                        kernel.cfs_min_granularity_ms *= r;
+                        if (n as usize) < cpus {
+                            bail!(
+                                "variant '{}': cfs_online_cpus = {n} is fewer than the \
+                                 machine's {cpus} CPUs, which are all online: give {cpus} or \
+                                 more",
+                                v.label
+                            );
+                        }
+                        let (from, to) = (cfs_factor(cpus), cfs_factor(n as usize));
+                        kernel.cfs_latency_ms = rescaled(kernel.cfs_latency_ms, from, to);
+                        kernel.cfs_min_granularity_ms =
+                            rescaled(kernel.cfs_min_granularity_ms, from, to);
                     }
                     let mut threads = v.threads.clone().unwrap_or_else(|| self.threads.clone());
                     threads.extend(v.add_threads.iter().cloned());
@@ -811,6 +815,19 @@ pub fn fewest_slices(r: &RunResult) -> Option<&ThreadResult> {
 /// CPUs.
 pub fn cfs_factor(cpus: usize) -> f64 {
     1.0 + (cpus.clamp(1, 8) as f64).log2().floor()
+}
+
+/// A CFS tunable of `ms` (before scaling) rescaled so that the simulated kernel, which
+/// multiplies it by factor `from` and truncates to whole ns, gets `ms` times factor
+/// `to` rounded to the ns: the quotient `ms · to / from`, raised by the ulps its
+/// rounding lost (a third or two thirds times three can fall one ns short).
+fn rescaled(ms: f64, from: f64, to: f64) -> f64 {
+    let want = (ms * to * 1e6).round() as u64;
+    let mut x = ms * to / from;
+    while (((x * from) * 1e6) as u64) < want {
+        x = x.next_up();
+    }
+    x
 }
 
 /// The checks of a scenario's measured windows, as a Markdown list, and whether they
@@ -1690,19 +1707,34 @@ variants = [{ label = "cfs" }, { label = "cfs-4cpu", cfs_online_cpus = 4 }]
         let mut big = sc.clone();
         big.variants[1].cfs_online_cpus = Some(16);
         assert_eq!(slice_ms(&big.jobs().unwrap()[1].cfg.kernel, 2, 4), 6.0);
-        for (bad, why) in [(0, "is 0"), (4, "not CFS")] {
+        let mut rr = sc.clone();
+        rr.variants[1].baseline = Some(Baseline::Rr);
+        let err = rr.validate().unwrap_err().to_string();
+        assert!(err.contains("not CFS"), "{err}");
+        for few in [0, 1] {
             let mut b = sc.clone();
-            b.variants[1].cfs_online_cpus = Some(bad);
-            if bad == 4 {
-                b.variants[1].baseline = Some(Baseline::Rr);
-            }
-            let err = b.validate().unwrap_err().to_string();
-            assert!(err.contains(why), "{err}");
+            b.variants[1].cfs_online_cpus = Some(few);
+            let err = b.jobs().err().unwrap().to_string();
+            assert!(err.contains("fewer than the machine's 2 CPUs"), "{err}");
         }
-        assert_eq!(cfs_factor(1), 1.0);
-        assert_eq!(cfs_factor(3), 2.0);
-        assert_eq!(cfs_factor(4), 3.0);
-        assert_eq!(cfs_factor(64), 4.0);
+        // the factor is the simulated kernel's own, for every count: one thread's
+        // slice is the latency target, 6 ms times the factor
+        for n in 1..=64 {
+            let k = KernelConfig::default();
+            assert_eq!(
+                Class::new(&k, n).slice_ns(&e, 1, w),
+                (6e6 * cfs_factor(n)) as u64,
+                "{n} CPUs"
+            );
+        }
+        // every rescaling lands on the ns the larger machine's kernel would have
+        for (m, n) in [(1, 2), (1, 4), (2, 4), (2, 8), (3, 8), (4, 8), (1, 8)] {
+            let (from, to) = (cfs_factor(m), cfs_factor(n));
+            for ms in [0.75, 1.0, 2.5, 6.0, 7.0, 9.1] {
+                let want = (ms * to * 1e6).round() as u64;
+                assert_eq!(((rescaled(ms, from, to) * from) * 1e6) as u64, want);
+            }
+        }
     }
 
     /// Every scenario file shipped under `experiments/` loads: it parses, names known

@@ -1684,11 +1684,13 @@ mod tests {
         assert_eq!(shared, cfgs("fig8-2-per-core.toml", &["cfs", "slice-45ms"]));
     }
 
-    /// The diagnostic of fig5's baseline runs nothing that fig5 does not, or did not
-    /// before its baseline changed: its `cfs` and static slices are fig5's runs, and
-    /// its `cfs-2cpu` is fig5's `cfs` without `cfs_online_cpus`, as the file was
-    /// until 2026-12-01 (so those 80 runs are the ones its results were read from).
-    /// Fails if the two files' mixes, windows, seeds or kernel settings drift apart.
+    /// The diagnostic of fig5's baseline runs nothing but its sensitivity that fig5
+    /// does not, or did not before its baseline changed: its `cfs` and static slices
+    /// are fig5's runs, its `cfs-2cpu` is fig5's `cfs` without `cfs_online_cpus`, as
+    /// the file was until 2026-12-01 (so those 80 runs are the ones its results were
+    /// read from), and only `cfs-8cpu` is new. Fails if the two files' mixes, windows,
+    /// seeds or kernel settings drift apart; an edit made to both alike would pass,
+    /// and would leave the former runs behind with fig5's.
     #[test]
     fn the_fig5_baseline_diagnostic_repeats_fig5s_runs() {
         let dir =
@@ -1731,7 +1733,13 @@ mod tests {
         assert_eq!(old.len(), 80);
         assert_eq!(old, keys(&former, &["cfs"]));
         assert!(old.iter().all(|k| !shared.contains(k)));
-        assert_eq!(diag.variants.len(), 7);
+        // the sensitivity to eight CPUs online is its own runs
+        let eight = keys(&diag, &["cfs-8cpu"]);
+        assert_eq!(eight.len(), 80);
+        assert!(eight
+            .iter()
+            .all(|k| !shared.contains(k) && !old.contains(k)));
+        assert_eq!(diag.variants.len(), 8);
     }
 
     #[test]
