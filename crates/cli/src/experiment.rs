@@ -546,14 +546,14 @@ impl Scenario {
             if v.pin.is_none() && !v.pin_labels.is_empty() {
                 bail!("variant '{}': pin_labels without pin", v.label);
             }
-            if v.cfs_online_cpus.is_some() {
-                if v.baseline.unwrap_or(self.kernel.baseline) != Baseline::Cfs {
-                    bail!(
-                        "variant '{}': cfs_online_cpus scales the CFS baseline's tunables, but \
-                         the variant's baseline is not CFS: remove it or set baseline = \"cfs\"",
-                        v.label
-                    );
-                }
+            if v.cfs_online_cpus.is_some()
+                && v.baseline.unwrap_or(self.kernel.baseline) != Baseline::Cfs
+            {
+                bail!(
+                    "variant '{}': cfs_online_cpus scales the CFS baseline's tunables, but \
+                     the variant's baseline is not CFS: remove it or set baseline = \"cfs\"",
+                    v.label
+                );
             }
             // every thread set the variant can run on: the scenario's or each mix's
             let sets: Vec<&Vec<ThreadGroup>> = match &v.threads {
