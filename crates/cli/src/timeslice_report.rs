@@ -1658,30 +1658,38 @@ mod tests {
         );
     }
 
+    /// The sorted run-cache keys of the runs of `sc`'s variants labelled `labels`, over
+    /// every mix and seed.
+    fn run_keys(sc: &Scenario, labels: &[&str]) -> Vec<u64> {
+        let mut v = Vec::new();
+        for (_, sub) in sc.per_mix() {
+            for j in sub.jobs().unwrap() {
+                if labels.contains(&sc.variants[j.variant].label.as_str()) {
+                    v.push(crate::cache::config_key(&j.cfg).unwrap());
+                }
+            }
+        }
+        v.sort_unstable();
+        v
+    }
+
+    /// A shipped scenario file of `experiments/timeslice/`.
+    fn shipped(file: &str) -> Scenario {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/timeslice");
+        crate::experiment::parse(&dir.join(file)).unwrap()
+    }
+
     /// The diagnostic's `cfs` and `slice-45ms` runs are fig8-2-per-core's, run for
     /// run (the same simulations, so the run cache shares them and the comparison is
     /// paired with that file's): fails if the two files' mixes, windows, seeds or
     /// machine drift apart.
     #[test]
     fn the_diagnostic_repeats_fig8_2s_runs() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/timeslice");
-        let cfgs = |f: &str, labels: &[&str]| {
-            let sc = crate::experiment::parse(&dir.join(f)).unwrap();
-            let mut v = Vec::new();
-            for (_, sub) in sc.per_mix() {
-                for j in sub.jobs().unwrap() {
-                    if labels.contains(&sc.variants[j.variant].label.as_str()) {
-                        v.push(crate::cache::config_key(&j.cfg).unwrap());
-                    }
-                }
-            }
-            v.sort_unstable();
-            v
-        };
-        let shared = cfgs("diag-fig8-2-at-4.5ms.toml", &["cfs", "slice-45ms"]);
+        let both = ["cfs", "slice-45ms"];
+        let shared = run_keys(&shipped("diag-fig8-2-at-4.5ms.toml"), &both);
         assert_eq!(shared.len(), 60);
-        assert_eq!(shared, cfgs("fig8-2-per-core.toml", &["cfs", "slice-45ms"]));
+        assert_eq!(shared, run_keys(&shipped("fig8-2-per-core.toml"), &both));
     }
 
     /// The diagnostic of fig5's baseline runs nothing but its sensitivity that fig5
@@ -1693,22 +1701,9 @@ mod tests {
     /// and would leave the former runs behind with fig5's.
     #[test]
     fn the_fig5_baseline_diagnostic_repeats_fig5s_runs() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/timeslice");
-        let keys = |sc: &Scenario, labels: &[&str]| {
-            let mut v = Vec::new();
-            for (_, sub) in sc.per_mix() {
-                for j in sub.jobs().unwrap() {
-                    if labels.contains(&sc.variants[j.variant].label.as_str()) {
-                        v.push(crate::cache::config_key(&j.cfg).unwrap());
-                    }
-                }
-            }
-            v.sort_unstable();
-            v
-        };
-        let diag = crate::experiment::parse(&dir.join("diag-fig5-cfs-2cpu.toml")).unwrap();
-        let fig5 = crate::experiment::parse(&dir.join("fig5-2c16m.toml")).unwrap();
+        let keys = run_keys;
+        let diag = shipped("diag-fig5-cfs-2cpu.toml");
+        let fig5 = shipped("fig5-2c16m.toml");
         let slices = [
             "slice-5ms",
             "slice-15ms",
