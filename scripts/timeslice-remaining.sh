@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs the timeslice reproduction's files that still have runs to make, one after the
+# other in the order given (default: the order of docs/timeslice.md's plan: Figure 8
+# with eight per core, then Figure 1's and Figure 5's new baseline, then its
+# sensitivity), each on all workers, into the run cache; runs already there are read,
+# not made again. Takes hours: run it in the background and pack the run cache as it
+# goes (scripts/run-cache.sh pack), since a machine of this project lives 3 hours.
+#
+#   scripts/timeslice-remaining.sh [FILE ...]     FILE: a scenario stem of experiments/timeslice/
+#
+# Environment: JOBS (workers, default: the CPUs), OUT (reports, default: results).
+# A file whose window checks fail is reported and the next one still runs; the exit
+# status is 1 if any failed.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+files=("$@")
+if [ ${#files[@]} -eq 0 ]; then
+    files=(fig8-8-per-core fig1-slowdown fig5-2c16m diag-fig5-cfs-2cpu)
+fi
+for f in "${files[@]}"; do
+    if [ ! -f "experiments/timeslice/$f.toml" ]; then
+        echo "no scenario file experiments/timeslice/$f.toml" >&2
+        exit 2
+    fi
+done
+cargo build --release --locked || exit 2
+scripts/run-cache.sh unpack || exit 2
+status=0
+for f in "${files[@]}"; do
+    echo "== $f ($(date -u +%FT%TZ))"
+    if ! target/release/cachesched reproduce timeslice --only "$f" \
+        --jobs "${JOBS:-$(nproc)}" --out "${OUT:-results}"; then
+        echo "== $f: failed or a check did not pass (its report says which)" >&2
+        status=1
+    fi
+done
+exit $status
