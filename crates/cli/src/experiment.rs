@@ -1675,7 +1675,8 @@ mod tests {
     /// online: on the 2-CPU xeon-e5-16m-2c with 4 online, four threads on a CPU get 4.5
     /// ms each from the simulated kernel (as on the 4-CPU xeon-e5-16m), not 3 ms, and
     /// eight per CPU reach the larger floor of 2.25 ms; the other variants keep their
-    /// configuration; a 0 or a non-CFS baseline is refused.
+    /// configuration; fewer CPUs online than the machine has, or a non-CFS baseline, is
+    /// refused.
     #[test]
     fn cfs_online_cpus_gives_a_larger_machines_slices() {
         use cachesched_sim::kernel::class::{Class, SchedEntity};
