@@ -734,28 +734,28 @@ impl Scenario {
                 None => MachineSpec::Custom(Box::new(base.clone())),
             };
             for (vi, v) in self.variants.iter().enumerate() {
+                // the variant's kernel: the same for every seed
+                let mut kernel = self.kernel.clone();
+                if let Some(b) = v.baseline {
+                    kernel.baseline = b;
+                }
+                if let Some(o) = v.affinity_oblivious {
+                    kernel.affinity_oblivious = o;
+                }
+                if let Some(n) = v.cfs_online_cpus {
+                    if (n as usize) < cpus {
+                        bail!(
+                            "variant '{}': cfs_online_cpus = {n} is fewer than the machine's \
+                             {cpus} CPUs, which are all online: give {cpus} or more",
+                            v.label
+                        );
+                    }
+                    let (from, to) = (cfs_factor(cpus), cfs_factor(n as usize));
+                    kernel.cfs_latency_ms = rescaled(kernel.cfs_latency_ms, from, to);
+                    kernel.cfs_min_granularity_ms =
+                        rescaled(kernel.cfs_min_granularity_ms, from, to);
+                }
                 for &seed in &self.seeds {
-                    let mut kernel = self.kernel.clone();
-                    if let Some(b) = v.baseline {
-                        kernel.baseline = b;
-                    }
-                    if let Some(o) = v.affinity_oblivious {
-                        kernel.affinity_oblivious = o;
-                    }
-                    if let Some(n) = v.cfs_online_cpus {
-                        if (n as usize) < cpus {
-                            bail!(
-                                "variant '{}': cfs_online_cpus = {n} is fewer than the \
-                                 machine's {cpus} CPUs, which are all online: give {cpus} or \
-                                 more",
-                                v.label
-                            );
-                        }
-                        let (from, to) = (cfs_factor(cpus), cfs_factor(n as usize));
-                        kernel.cfs_latency_ms = rescaled(kernel.cfs_latency_ms, from, to);
-                        kernel.cfs_min_granularity_ms =
-                            rescaled(kernel.cfs_min_granularity_ms, from, to);
-                    }
                     let mut threads = v.threads.clone().unwrap_or_else(|| self.threads.clone());
                     threads.extend(v.add_threads.iter().cloned());
                     if let Some(pin) = v.pin {
@@ -772,7 +772,7 @@ impl Scenario {
                     let cfg = SimConfig {
                         machine: machine.clone(),
                         threads,
-                        kernel,
+                        kernel: kernel.clone(),
                         policies: v.policies.clone(),
                         partition: v.partition,
                         duration_ms: self.duration_ms,
