@@ -719,6 +719,32 @@ impl Scenario {
             .collect()
     }
 
+    /// Variant `v`'s kernel settings on a machine of `cpus` CPUs: the scenario's, with
+    /// the variant's baseline and affinity settings, and its CFS tunables rescaled to
+    /// `cfs_online_cpus` CPUs online (refused if fewer than the machine's).
+    fn variant_kernel(&self, v: &Variant, cpus: usize) -> Result<KernelConfig> {
+        let mut kernel = self.kernel.clone();
+        if let Some(b) = v.baseline {
+            kernel.baseline = b;
+        }
+        if let Some(o) = v.affinity_oblivious {
+            kernel.affinity_oblivious = o;
+        }
+        if let Some(n) = v.cfs_online_cpus {
+            if (n as usize) < cpus {
+                bail!(
+                    "variant '{}': cfs_online_cpus = {n} is fewer than the machine's {cpus} \
+                     CPUs, which are all online: give {cpus} or more",
+                    v.label
+                );
+            }
+            let (from, to) = (cfs_factor(cpus), cfs_factor(n as usize));
+            kernel.cfs_latency_ms = rescaled(kernel.cfs_latency_ms, from, to);
+            kernel.cfs_min_granularity_ms = rescaled(kernel.cfs_min_granularity_ms, from, to);
+        }
+        Ok(kernel)
+    }
+
     /// Every run of the scenario, each checked to be buildable.
     pub fn jobs(&self) -> Result<Vec<Job>> {
         let sizes: Vec<Option<u64>> = match &self.sweep {
@@ -727,34 +753,18 @@ impl Scenario {
         };
         let base = self.machine.resolve()?;
         let cpus = base.topology()?.nr_cpus();
+        let kernels = self
+            .variants
+            .iter()
+            .map(|v| self.variant_kernel(v, cpus))
+            .collect::<Result<Vec<_>>>()?;
         let mut jobs = Vec::new();
         for &llc in &sizes {
             let machine = match llc {
                 Some(kb) => MachineSpec::Custom(Box::new(base.clone().with_llc_bytes(kb << 10)?)),
                 None => MachineSpec::Custom(Box::new(base.clone())),
             };
-            for (vi, v) in self.variants.iter().enumerate() {
-                // the variant's kernel: the same for every seed
-                let mut kernel = self.kernel.clone();
-                if let Some(b) = v.baseline {
-                    kernel.baseline = b;
-                }
-                if let Some(o) = v.affinity_oblivious {
-                    kernel.affinity_oblivious = o;
-                }
-                if let Some(n) = v.cfs_online_cpus {
-                    if (n as usize) < cpus {
-                        bail!(
-                            "variant '{}': cfs_online_cpus = {n} is fewer than the machine's \
-                             {cpus} CPUs, which are all online: give {cpus} or more",
-                            v.label
-                        );
-                    }
-                    let (from, to) = (cfs_factor(cpus), cfs_factor(n as usize));
-                    kernel.cfs_latency_ms = rescaled(kernel.cfs_latency_ms, from, to);
-                    kernel.cfs_min_granularity_ms =
-                        rescaled(kernel.cfs_min_granularity_ms, from, to);
-                }
+            for ((vi, v), kernel) in self.variants.iter().enumerate().zip(&kernels) {
                 for &seed in &self.seeds {
                     let mut threads = v.threads.clone().unwrap_or_else(|| self.threads.clone());
                     threads.extend(v.add_threads.iter().cloned());
