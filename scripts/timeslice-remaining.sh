@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the timeslice reproduction's files that still have runs to make, one after the
-# other in the order given (default: the order of docs/timeslice.md's plan: Figure 8
-# with eight per core, then Figure 1's and Figure 5's new baseline, then its
-# sensitivity), each on all workers, into the run cache; runs already there are read,
+# other in the order given (default: Figure 7, whose runs were made before the run
+# cache was archived and are made again; every other file's runs are in run-cache/),
+# each on all workers, into the run cache; runs already there are read,
 # not made again. Takes hours: run it in the background and pack the run cache as it
 # goes (scripts/run-cache.sh pack), since a machine of this project lives 3 hours.
 #
@@ -16,7 +16,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
-    files=(fig8-8-per-core fig1-slowdown fig5-2c16m diag-fig5-cfs-2cpu)
+    files=(fig7-2c4m)
 fi
 for f in "${files[@]}"; do
     if [ ! -f "experiments/timeslice/$f.toml" ]; then
