@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs the timeslice reproduction's files that still have runs to make, one after the
-# other in the order given (default: Figure 7, whose runs were made before the run
-# cache was archived and are made again; every other file's runs are in run-cache/),
-# each on all workers, into the run cache; runs already there are read,
-# not made again. Takes hours: run it in the background and pack the run cache as it
-# goes (scripts/run-cache.sh pack), since a machine of this project lives 3 hours.
+# Runs the timeslice reproduction's files one after the other in the order given
+# (default: every file of experiments/timeslice/), each on all workers, into the run
+# cache; runs already there are read, not made again, so only the runs the cache lacks
+# are made (none, with run-cache/ unpacked and the simulator's sources unchanged).
+# With runs to make it takes hours: run it in the background and pack the run cache as
+# it goes (scripts/run-cache.sh pack), since a machine of this project lives 3 hours.
 #
 #   scripts/timeslice-remaining.sh [FILE ...]     FILE: a scenario stem of experiments/timeslice/
 #
@@ -16,7 +16,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
-    files=(fig7-2c4m)
+    for f in experiments/timeslice/*.toml; do
+        files+=("$(basename "$f" .toml)")
+    done
 fi
 for f in "${files[@]}"; do
     if [ ! -f "experiments/timeslice/$f.toml" ]; then
