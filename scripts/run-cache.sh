@@ -9,7 +9,7 @@
 #
 # DIR defaults to $CACHESCHED_RUNS, else ~/.cache/cachesched/runs (where cachesched
 # looks). A run's file name is its key: a hash of its whole configuration and of the
-# simulator's sources, so runs of another simulator are kept but never read.
+# model version (docs/model.md), so runs of another version are kept but never read.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 store="$repo/run-cache"

@@ -2,7 +2,7 @@
 # Runs the timeslice reproduction's files one after the other in the order given
 # (default: every file of experiments/timeslice/), each on all workers, into the run
 # cache; runs already there are read, not made again, so only the runs the cache lacks
-# are made (none, with run-cache/ unpacked and the simulator's sources unchanged).
+# are made (none, with run-cache/ unpacked and the model version unchanged).
 # With runs to make it takes hours: run it in the background and pack the run cache as
 # it goes (scripts/run-cache.sh pack), since a machine of this project lives 3 hours.
 #

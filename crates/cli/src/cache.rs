@@ -2,8 +2,8 @@
 //! they live, how a simulation's entry is keyed, and how an entry is written.
 
 use anyhow::{bail, Context, Result};
-use cachesched_core::hash::fnv1a_from;
-use cachesched_sim::SimConfig;
+use cachesched_core::hash::{fnv1a, fnv1a_from};
+use cachesched_sim::{SimConfig, MODEL_VERSION};
 use std::path::{Path, PathBuf};
 
 /// A cache directory of cachesched: `$VAR` if set, else `cachesched/SUB` under
@@ -21,30 +21,35 @@ pub fn user_cache_dir(var: &str, sub: &str) -> Result<PathBuf> {
     }
 }
 
-/// The hash of the simulator's sources this executable was built from (the crates
-/// `core`, `policies` and `sim` and `Cargo.lock`, hashed by `build.rs`).
+/// The part of every cache key that stands for the simulator: a hash of
+/// [`MODEL_VERSION`], the declared version of what the model computes.
 ///
-/// It stands for the simulator in every cache key: a rebuild that changes only the
-/// command-line tool (its reports, plots, documents or tests) keeps the runs already
-/// made, while any change to the simulator's sources, a comment included, makes new
-/// keys. It assumes that the simulator's results do not depend on the compiler's
-/// optimisation level or version (the simulator uses no fast-math and no
-/// target-specific floating point). Checked for the optimisation level: the golden
-/// results (`crates/sim/tests/sim/golden.rs`, a hash of every preset's full JSON result)
-/// are the same from the test profile (opt-level 2) and from the release profile
-/// (opt-level 3, thin LTO): `cargo test --release -p cachesched-sim --test sim golden::`
-/// passed, rustc 1.95.0, 2026-11-26. Not checkable for a compiler yet to come: a change of
-/// compiler that broke it would go unnoticed by the key, so delete the cache after one.
-pub fn model_hash() -> u64 {
-    u64::from_str_radix(env!("CACHESCHED_MODEL_HASH"), 16).expect("build.rs writes 16 hex digits")
+/// A rebuild that keeps every golden result (a refactoring, a speed-up, a change to the
+/// command-line tool, its reports or tests) keeps the runs already made; a change that
+/// alters results raises the version (the golden tests fail until it does), and every
+/// key changes with it. It assumes that the simulator's results do not depend on the
+/// compiler's optimisation level or version (the simulator uses no fast-math and no
+/// target-specific floating point): the golden results are the same from the test
+/// profile (opt-level 2) and the release profile (opt-level 3, thin LTO), checked with
+/// `cargo test --release -p cachesched-sim --test sim golden::` (rustc 1.95.0), and a
+/// compiler that changed them would fail the golden tests in CI.
+pub fn model_key() -> u64 {
+    fnv1a(format!("cachesched model version {MODEL_VERSION}").as_bytes())
 }
 
-/// The cache key of a simulation: its configuration's JSON and the simulator's sources
-/// ([`model_hash`]; the simulator is deterministic, so the same key means the same
+/// The cache key of a simulation: its configuration's JSON continued from
+/// [`model_key`] (the simulator is deterministic, so the same key means the same
 /// result).
 pub fn config_key(cfg: &SimConfig) -> Result<u64> {
+    key_from(model_key(), cfg)
+}
+
+/// The key of `cfg` continued from `model`: [`config_key`] with [`model_key`], and
+/// the keys of runs made before model versions, whose `model` was a hash of the
+/// simulator's sources (see `reproduce PAPER --rekey-from`).
+pub fn key_from(model: u64, cfg: &SimConfig) -> Result<u64> {
     let json = serde_json::to_string(cfg)?;
-    Ok(fnv1a_from(model_hash(), json.as_bytes()))
+    Ok(fnv1a_from(model, json.as_bytes()))
 }
 
 /// The file of entry `k` in cache directory `dir`.
@@ -70,17 +75,39 @@ mod tests {
     use cachesched_sim::ThreadGroup;
 
     #[test]
-    fn a_key_is_the_configuration_and_the_simulator() {
+    fn a_key_is_the_configuration_and_the_model_version() {
         let c = SimConfig::new("core2-4m", ThreadGroup::parse_mix("mcf:2").unwrap());
         let mut d = c.clone();
         d.seed += 1;
         let k = config_key(&c).unwrap();
         assert_eq!(k, config_key(&c.clone()).unwrap(), "a key is a function");
         assert_ne!(k, config_key(&d).unwrap(), "the seed is part of the key");
-        // the simulator's part: the configuration's JSON continued from the sources' hash
+        // the simulator's part: the configuration's JSON continued from the version's
         let json = serde_json::to_string(&c).unwrap();
-        assert_eq!(k, fnv1a_from(model_hash(), json.as_bytes()));
-        assert_ne!(k, cachesched_core::hash::fnv1a(json.as_bytes()));
-        assert_eq!(env!("CACHESCHED_MODEL_HASH").len(), 16);
+        assert_eq!(k, fnv1a_from(model_key(), json.as_bytes()));
+        assert_ne!(k, fnv1a(json.as_bytes()));
+        let other = fnv1a(format!("cachesched model version {}", MODEL_VERSION + 1).as_bytes());
+        assert_ne!(
+            k,
+            key_from(other, &c).unwrap(),
+            "a new version makes new keys"
+        );
+    }
+
+    /// The key does not depend on the simulator's source text: the key of one fixed
+    /// configuration under version 1 is written down here, so a key that took in a hash
+    /// of the sources again (as before model versions: a comment changed in engine.rs
+    /// changed every key) fails it, and so does a change of the configuration's
+    /// serialisation, which would orphan every cached run (keep new configuration
+    /// fields out of the JSON when at their defaults, or re-key).
+    #[test]
+    fn a_key_outlives_source_changes() {
+        let c = SimConfig::new("core2-4m", ThreadGroup::parse_mix("mcf:2").unwrap());
+        let v1 = fnv1a(b"cachesched model version 1");
+        assert_eq!(key_from(v1, &c).unwrap(), 0x786e_908a_8b40_7d85, "the key of core2-4m mcf:2, version 1");
+        assert_eq!(
+            model_key(),
+            fnv1a(format!("cachesched model version {MODEL_VERSION}").as_bytes())
+        );
     }
 }

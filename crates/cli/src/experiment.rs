@@ -1039,10 +1039,7 @@ pub fn run_scenario(
         workers,
         out.display()
     );
-    let wants_solo = sc
-        .metrics
-        .iter()
-        .any(|m| SOLO_METRICS.contains(&m.as_str()));
+    let wants_solo = wants_solo(sc);
     let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
     let label = |i: usize| run_label(sc, &jobs_list[i]);
     let Some(mut runs) = cached_or_run(&cfgs, &label, workers)? else {
@@ -1057,6 +1054,14 @@ pub fn run_scenario(
     }
     write_outputs(sc, &jobs_list, &runs, out)?;
     Ok(Some((jobs_list, runs)))
+}
+
+/// Whether `sc` reports a metric measured against running alone (its runs need solo
+/// reference runs, [`crate::solo`]).
+pub fn wants_solo(sc: &Scenario) -> bool {
+    sc.metrics
+        .iter()
+        .any(|m| SOLO_METRICS.contains(&m.as_str()))
 }
 
 /// How errors and progress name run `j` of scenario `sc`.

@@ -10,9 +10,12 @@ mod cachefair_report;
 mod clustering_report;
 mod docs_block;
 mod experiment;
+#[cfg(test)]
+mod golden;
 mod info_cmd;
 mod mrc_cmd;
 mod paper;
+mod plan;
 mod real;
 mod replay_cmd;
 mod reproduce;

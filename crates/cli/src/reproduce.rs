@@ -97,6 +97,17 @@ pub struct PaperArgs {
     /// in --out. Refuses when a file or an option differs from that run.
     #[arg(long)]
     from_results: bool,
+    /// Run nothing: print every file's runs, those the run cache holds, the simulated
+    /// seconds of the rest and their estimated worker-time, from a rate measured now on
+    /// this host for each machine (a short calibration run of each).
+    #[arg(long, conflicts_with = "from_results")]
+    plan: bool,
+    /// Run nothing: move the runs of these files that a build from before model
+    /// versions made (its run-cache keys continued from the hash of its sources,
+    /// HASH, 16 hex digits) to their keys under this build's model version. Only for
+    /// runs of a build whose results this build's golden tests reproduce.
+    #[arg(long, value_name = "HASH", conflicts_with_all = ["from_results", "plan"])]
+    rekey_from: Option<String>,
 }
 
 /// The paper's numbers (§5.3): ranges over the five cache sizes.
@@ -361,6 +372,37 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
                     .with_context(|| format!("in '{}'", doc.display()))?;
             }
         }
+    }
+    if a.plan || a.rekey_from.is_some() {
+        let files: Vec<(String, &[crate::experiment::Planned])> = plan
+            .iter()
+            .flat_map(|(paper, scs, _)| {
+                scs.iter()
+                    .map(move |(stem, _, p)| (format!("{paper}/{stem}"), p.as_slice()))
+            })
+            .collect();
+        if let Some(h) = &a.rekey_from {
+            let hash = u64::from_str_radix(h, 16)
+                .ok()
+                .filter(|_| h.len() == 16)
+                .with_context(|| {
+                    format!("--rekey-from takes a source hash of 16 hex digits, not '{h}'")
+                })?;
+            let all: Vec<&crate::experiment::Planned> =
+                files.iter().flat_map(|(_, p)| p.iter()).collect();
+            let (moved, there, absent) = crate::plan::rekey(&all, hash)?;
+            println!(
+                "{moved} run(s) moved to their keys under model version {}, {there} there \
+                 already, {absent} not made by that build",
+                cachesched_sim::MODEL_VERSION
+            );
+        } else {
+            let workers = a
+                .jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            crate::plan::print(&files, workers)?;
+        }
+        return Ok(0);
     }
     let command = |paper: &str, stem: &str| {
         format!(

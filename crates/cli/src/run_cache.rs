@@ -4,10 +4,10 @@
 //!
 //! A run is stored under `$CACHESCHED_RUNS`, else `$XDG_CACHE_HOME/cachesched/runs`,
 //! else `~/.cache/cachesched/runs`, keyed by [`crate::cache::config_key`] (its whole
-//! configuration, seed included, and the simulator's sources): the simulator is
+//! configuration, seed included, and the model version): the simulator is
 //! deterministic, so a stored result is the result that running it again would give, a
-//! changed simulator never reuses one, and a rebuild that changes only reports keeps
-//! them. The directory can be copied to another machine (or kept in a repository) to
+//! new model version never reuses one, and a rebuild that keeps every golden result
+//! keeps them. The directory can be copied to another machine (or kept in a repository) to
 //! carry a long reproduction across machines. Delete it to reclaim the space.
 
 use anyhow::{Context, Result};
@@ -49,4 +49,9 @@ pub fn load(k: u64) -> Result<Option<RunResult>> {
 /// Stores `r` as the result of the run with key `k`.
 pub fn store(k: u64, r: &RunResult) -> Result<()> {
     crate::cache::store_entry(&cache_dir()?, "run cache", k, &serde_json::to_string(r)?)
+}
+
+/// Whether the run cache holds an entry for key `k` (without reading it).
+pub fn holds(k: u64) -> Result<bool> {
+    Ok(crate::cache::entry_path(&cache_dir()?, k).exists())
 }

@@ -1,0 +1,202 @@
+//! What a reproduction will cost before it runs (`reproduce PAPER --plan`), and the
+//! re-keying of runs made before model versions (`reproduce PAPER --rekey-from`).
+//!
+//! The estimate is measured, not guessed: for each machine the plan uses, one of its
+//! runs is simulated for a short calibration window on this host with this build, and
+//! the worker-time of a run is its simulated time at that rate. The rate of a machine
+//! depends on its mix (threads, miss rates), so the estimate is within tens of
+//! percent, enough to decide between minutes, hours and days.
+
+use crate::experiment::Planned;
+use anyhow::{Context, Result};
+use cachesched_sim::{SimConfig, Simulation};
+use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
+
+/// Simulated milliseconds of a calibration run: long enough for the per-run set-up to
+/// be a small part of it, short enough that a plan of ten machines costs well under a
+/// minute.
+const CALIBRATION_MS: f64 = 20.0;
+
+/// One scenario file of a plan: its runs, those the run cache holds, and their
+/// simulated time.
+struct FileCost {
+    /// `PAPER/FILE`.
+    name: String,
+    /// Distinct runs (configurations that repeat run once).
+    runs: usize,
+    /// Of them, those the run cache already holds.
+    cached: usize,
+    /// Distinct solo reference runs its metrics need, and those the solo cache holds.
+    solo: (usize, usize),
+    /// Simulated seconds of the runs still to make (solo runs included), per machine
+    /// name ([`machine_of`]).
+    pending_s: BTreeMap<String, f64>,
+}
+
+/// The name a plan groups runs by: the machine's name, with its LLC size (a sweep's
+/// points run at different rates), and whether it is a solo run (one thread, a rate
+/// of its own).
+fn machine_of(cfg: &SimConfig) -> Result<String> {
+    let m = cfg.machine.resolve()?;
+    let llc = m
+        .caches
+        .iter()
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or_default();
+    let solo = if cfg.threads.len() == 1 && cfg.threads[0].count == 1 {
+        ", solo"
+    } else {
+        ""
+    };
+    Ok(format!("{} ({} KiB{solo})", m.name, llc >> 10))
+}
+
+/// Worker-seconds per simulated second of `cfg`'s machine and mix on this host: `cfg`
+/// simulated for [`CALIBRATION_MS`] (no warm-up), timed.
+fn calibrate(cfg: &SimConfig) -> Result<f64> {
+    let c = SimConfig {
+        duration_ms: CALIBRATION_MS,
+        warmup_ms: 0.0,
+        ..cfg.clone()
+    };
+    let t0 = Instant::now();
+    Simulation::new(&c, cachesched_sim::build_chain(&c))?.run(&mut |_| true)?;
+    Ok(t0.elapsed().as_secs_f64() / (CALIBRATION_MS / 1e3))
+}
+
+/// Prints the plan of `files` (each `PAPER/FILE` with its planned mixes): runs, those
+/// cached, simulated seconds and the estimated worker-time of the rest, per file and
+/// in all, and the wall time on `workers` workers.
+pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
+    let mut seen = HashSet::new();
+    let mut seen_solo = HashSet::new();
+    let mut costs = Vec::new();
+    // the first pending configuration of each machine, to calibrate on
+    let mut probes: BTreeMap<String, SimConfig> = BTreeMap::new();
+    for (name, planned) in files {
+        let mut fc = FileCost {
+            name: name.clone(),
+            runs: 0,
+            cached: 0,
+            solo: (0, 0),
+            pending_s: BTreeMap::new(),
+        };
+        let mut pending = |cfg: &SimConfig, fc: &mut FileCost| -> Result<()> {
+            let m = machine_of(cfg)?;
+            *fc.pending_s.entry(m.clone()).or_default() += cfg.duration_ms / 1e3;
+            probes.entry(m).or_insert_with(|| cfg.clone());
+            Ok(())
+        };
+        for p in planned.iter() {
+            for j in &p.jobs {
+                let k = crate::cache::config_key(&j.cfg)?;
+                if !seen.insert(k) {
+                    continue;
+                }
+                fc.runs += 1;
+                if crate::run_cache::holds(k)? {
+                    fc.cached += 1;
+                } else {
+                    pending(&j.cfg, &mut fc)?;
+                }
+            }
+            if !crate::experiment::wants_solo(&p.sc) {
+                continue;
+            }
+            let cfgs: Vec<&SimConfig> = p.jobs.iter().map(|j| &j.cfg).collect();
+            let (distinct, _) = crate::solo::plan(&cfgs)?;
+            let held = crate::solo::cached(distinct.keys().copied())?;
+            for (k, cfg) in &distinct {
+                if !seen_solo.insert(*k) {
+                    continue;
+                }
+                fc.solo.0 += 1;
+                if held.contains_key(k) {
+                    fc.solo.1 += 1;
+                } else {
+                    pending(cfg, &mut fc)?;
+                }
+            }
+        }
+        costs.push(fc);
+    }
+    let mut rate = BTreeMap::new();
+    if !probes.is_empty() {
+        println!(
+            "calibrating {} machine(s) on this host ({CALIBRATION_MS} simulated ms each):",
+            probes.len()
+        );
+    }
+    for (m, cfg) in &probes {
+        let r = calibrate(cfg).with_context(|| format!("calibrating {m}"))?;
+        println!("  {m}: {r:.0} worker-s per simulated s");
+        rate.insert(m.clone(), r);
+    }
+    println!(
+        "\n| file | runs | cached | to run | solo runs to run | simulated s to run | est. worker-h |\n|---|---:|---:|---:|---:|---:|---:|"
+    );
+    let (mut runs, mut cached, mut solo, mut sim_s, mut work_s) = (0, 0, 0, 0.0, 0.0);
+    for fc in &costs {
+        // (a sum of no terms is -0.0)
+        let s: f64 = 0.0 + fc.pending_s.values().sum::<f64>();
+        let w: f64 = 0.0 + fc.pending_s.iter().map(|(m, s)| s * rate[m]).sum::<f64>();
+        println!(
+            "| {} | {} | {} | {} | {} of {} | {s:.1} | {:.2} |",
+            fc.name,
+            fc.runs,
+            fc.cached,
+            fc.runs - fc.cached,
+            fc.solo.0 - fc.solo.1,
+            fc.solo.0,
+            w / 3600.0
+        );
+        runs += fc.runs;
+        cached += fc.cached;
+        solo += fc.solo.0 - fc.solo.1;
+        sim_s += s;
+        work_s += w;
+    }
+    println!(
+        "| all | {runs} | {cached} | {} | {solo} | {sim_s:.1} | {:.2} |",
+        runs - cached,
+        work_s / 3600.0
+    );
+    println!(
+        "\nestimated: {:.2} worker-hours, {:.2} hours on {workers} worker(s) (rates measured \
+         now on this host; a busy host runs slower)",
+        work_s / 3600.0,
+        work_s / 3600.0 / workers as f64
+    );
+    Ok(())
+}
+
+/// Moves the runs of `planned` that a build before model versions made (keyed by the
+/// hash of its sources, `source_hash`) to their keys under this build's model version,
+/// in the run cache; returns (moved, already there, absent). Only for a build whose
+/// model gives the same results as this one: the golden results of both must agree.
+pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, usize)> {
+    let dir = crate::run_cache::cache_dir()?;
+    let (mut moved, mut there, mut absent) = (0, 0, 0);
+    let mut seen = HashSet::new();
+    for j in planned.iter().flat_map(|p| &p.jobs) {
+        let new = crate::cache::config_key(&j.cfg)?;
+        if !seen.insert(new) {
+            continue;
+        }
+        let old = crate::cache::entry_path(&dir, crate::cache::key_from(source_hash, &j.cfg)?);
+        let to = crate::cache::entry_path(&dir, new);
+        if to.exists() {
+            there += 1;
+        } else if old.exists() {
+            std::fs::rename(&old, &to).with_context(|| {
+                format!("cannot move '{}' to '{}'", old.display(), to.display())
+            })?;
+            moved += 1;
+        } else {
+            absent += 1;
+        }
+    }
+    Ok((moved, there, absent))
+}
