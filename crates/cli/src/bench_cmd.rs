@@ -286,9 +286,101 @@ pub struct EngineBenchArgs {
     /// Simulated milliseconds per preset.
     #[arg(long, default_value_t = 50.0)]
     duration_ms: f64,
+    /// A reference build of cachesched (its binary): every preset is run by it and by
+    /// this build side by side, interleaved, `--repeat` times each, and the best times
+    /// compared; their results must be identical (the same model version).
+    #[arg(long, value_name = "BINARY")]
+    against: Option<std::path::PathBuf>,
+    /// Runs of each build per preset with `--against` (the best counts).
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+    /// Only these presets (default: every preset).
+    #[arg(long, value_delimiter = ',', value_name = "PRESET")]
+    only: Vec<String>,
     /// Reference program for cachegrind's simulated instructions per second (optional).
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
+}
+
+/// One run of `simulate` by `binary` on `preset`'s paper mix `mix` for `ms` simulated
+/// milliseconds: (its wall seconds, process start included, its result's JSON).
+fn timed_simulate(
+    binary: &std::path::Path,
+    preset: &str,
+    mix: &str,
+    ms: f64,
+    json: &std::path::Path,
+) -> Result<(f64, String)> {
+    let t = Instant::now();
+    let out = Command::new(binary)
+        .args(["simulate", "--machine", preset, "--mix", mix, "--seed", "1", "--quiet"])
+        .arg("--duration-ms")
+        .arg(ms.to_string())
+        .arg("--json")
+        .arg(json)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run '{}'", binary.display()))?;
+    if !out.status.success() {
+        bail!(
+            "'{}' failed on {preset}: {}",
+            binary.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let result = std::fs::read_to_string(json)
+        .with_context(|| format!("cannot read '{}'", json.display()))?;
+    Ok((wall, result))
+}
+
+/// `bench engine --against`: every preset's paper mix run by `reference` and by this
+/// build, interleaved, best of `repeat` each.
+fn engine_against(a: &EngineBenchArgs, reference: &std::path::Path) -> Result<()> {
+    let me = std::env::current_exe().context("cannot find this build's binary")?;
+    let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    println!(
+        "{} ms per preset, best of {} interleaved runs of each build; reference {}",
+        a.duration_ms,
+        a.repeat,
+        reference.display()
+    );
+    println!(
+        "{:<16} {:>12} {:>12} {:>14} {:>8} {:>10}",
+        "preset", "ref wall s", "this wall s", "sim instr/s", "speed-up", "results"
+    );
+    let mut ratios = Vec::new();
+    for (name, mix) in PAPER_MIXES {
+        if !a.only.is_empty() && !a.only.iter().any(|o| o == name) {
+            continue;
+        }
+        let (mut best_ref, mut best_me) = (f64::MAX, f64::MAX);
+        let (mut ref_json, mut my_json) = (String::new(), String::new());
+        for _ in 0..a.repeat.max(1) {
+            let (w, j) = timed_simulate(reference, name, mix, a.duration_ms, &dir.join("ref.json"))?;
+            best_ref = best_ref.min(w);
+            ref_json = j;
+            let (w, j) = timed_simulate(&me, name, mix, a.duration_ms, &dir.join("me.json"))?;
+            best_me = best_me.min(w);
+            my_json = j;
+        }
+        let r: cachesched_sim::RunResult = serde_json::from_str(&my_json)?;
+        let same = if ref_json == my_json { "identical" } else { "DIFFER" };
+        let ratio = best_ref / best_me;
+        ratios.push(ratio);
+        println!(
+            "{name:<16} {best_ref:>12.2} {best_me:>12.2} {:>14.3e} {ratio:>7.2}x {same:>10}",
+            r.totals.instructions as f64 / best_me
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let gm = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
+    println!(
+        "speed-up: min {:.2}x, geometric mean {gm:.2}x",
+        ratios.iter().copied().fold(f64::INFINITY, f64::min)
+    );
+    Ok(())
 }
 
 fn cachegrind(caches: &CgCaches, cmd: &[String], out: &std::path::Path) -> Result<(f64, Vec<u64>)> {
@@ -358,6 +450,9 @@ fn run_replay(a: ReplayBenchArgs) -> Result<()> {
 }
 
 fn run_engine(a: EngineBenchArgs) -> Result<()> {
+    if let Some(r) = &a.against {
+        return engine_against(&a, r);
+    }
     let mut reference = None;
     if !a.command.is_empty() {
         let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
