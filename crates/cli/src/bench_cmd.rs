@@ -313,7 +313,16 @@ fn timed_simulate(
 ) -> Result<(f64, String)> {
     let t = Instant::now();
     let out = Command::new(binary)
-        .args(["simulate", "--machine", preset, "--mix", mix, "--seed", "1", "--quiet"])
+        .args([
+            "simulate",
+            "--machine",
+            preset,
+            "--mix",
+            mix,
+            "--seed",
+            "1",
+            "--quiet",
+        ])
         .arg("--duration-ms")
         .arg(ms.to_string())
         .arg("--json")
@@ -358,7 +367,8 @@ fn engine_against(a: &EngineBenchArgs, reference: &std::path::Path) -> Result<()
         let (mut best_ref, mut best_me) = (f64::MAX, f64::MAX);
         let (mut ref_json, mut my_json) = (String::new(), String::new());
         for _ in 0..a.repeat.max(1) {
-            let (w, j) = timed_simulate(reference, name, mix, a.duration_ms, &dir.join("ref.json"))?;
+            let (w, j) =
+                timed_simulate(reference, name, mix, a.duration_ms, &dir.join("ref.json"))?;
             best_ref = best_ref.min(w);
             ref_json = j;
             let (w, j) = timed_simulate(&me, name, mix, a.duration_ms, &dir.join("me.json"))?;
@@ -366,7 +376,11 @@ fn engine_against(a: &EngineBenchArgs, reference: &std::path::Path) -> Result<()
             my_json = j;
         }
         let r: cachesched_sim::RunResult = serde_json::from_str(&my_json)?;
-        let same = if ref_json == my_json { "identical" } else { "DIFFER" };
+        let same = if ref_json == my_json {
+            "identical"
+        } else {
+            "DIFFER"
+        };
         let ratio = best_ref / best_me;
         ratios.push(ratio);
         println!(

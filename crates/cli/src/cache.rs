@@ -104,7 +104,11 @@ mod tests {
     fn a_key_outlives_source_changes() {
         let c = SimConfig::new("core2-4m", ThreadGroup::parse_mix("mcf:2").unwrap());
         let v1 = fnv1a(b"cachesched model version 1");
-        assert_eq!(key_from(v1, &c).unwrap(), 0x786e_908a_8b40_7d85, "the key of core2-4m mcf:2, version 1");
+        assert_eq!(
+            key_from(v1, &c).unwrap(),
+            0x786e_908a_8b40_7d85,
+            "the key of core2-4m mcf:2, version 1"
+        );
         assert_eq!(
             model_key(),
             fnv1a(format!("cachesched model version {MODEL_VERSION}").as_bytes())
