@@ -106,7 +106,7 @@ pub fn signature(cfg: &SimConfig) -> String {
             let words: String = json
                 .chars()
                 .map(|c| {
-                    if c.is_ascii_digit() || c == '.' || c == '-' {
+                    if c.is_ascii_digit() || c == '.' {
                         '#'
                     } else {
                         c
