@@ -308,7 +308,14 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             if !a.only.is_empty() && !a.only.iter().any(|o| o == stem) {
                 continue;
             }
-            let mut sc = load(f)?;
+            let mut sc = match load(f) {
+                Ok(sc) => sc,
+                Err(e) if a.plan => {
+                    println!("{paper}/{stem}: not in the plan: {e:#}");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if a.quick {
                 sc = sc.reduced();
             }
@@ -335,11 +342,18 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
                     over.join(", ")
                 );
             }
-            sc.validate()
-                .with_context(|| format!("in scenario file '{}'", f.display()))?;
-            let planned = sc
-                .plan()
-                .with_context(|| format!("in scenario file '{}'", f.display()))?;
+            let planned = match sc.validate().and_then(|()| sc.plan()) {
+                Ok(p) => p,
+                // a plan names what it cannot cost (e.g. a program whose trace cannot
+                // be recorded here) and goes on with the rest
+                Err(e) if a.plan => {
+                    println!("{paper}/{stem}: not in the plan: {e:#}");
+                    continue;
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("in scenario file '{}'", f.display()))
+                }
+            };
             scs.push((stem.to_string(), sc, planned));
         }
         if scs.is_empty() {
