@@ -1077,7 +1077,7 @@ const INTERRUPTED: &str =
     "interrupted; nothing more is written (finished runs are kept in the run cache)";
 
 /// Workers for `n` runs: `jobs`, else every CPU, at least one and at most `n`.
-fn worker_count(jobs: Option<usize>, n: usize) -> usize {
+pub(crate) fn worker_count(jobs: Option<usize>, n: usize) -> usize {
     jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -1292,7 +1292,7 @@ fn attach_solo_runs(
 /// Runs `cfgs` on `workers` threads with a progress bar; `label(i)` names run `i` in
 /// errors, and `on_done(i, result)` is called as soon as run `i` has finished (not for
 /// a run cut short by Ctrl-C). `None` if interrupted.
-fn run_configs(
+pub(crate) fn run_configs(
     cfgs: &[&SimConfig],
     label: &(dyn Fn(usize) -> String + Sync),
     workers: usize,

@@ -18,7 +18,7 @@
 
 use crate::experiment::{self, Scenario};
 use cachesched_core::hash::fnv1a;
-use cachesched_sim::{simulate, SimConfig, MODEL_VERSION};
+use cachesched_sim::{SimConfig, MODEL_VERSION};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -194,23 +194,16 @@ pub fn shortened(cfg: &SimConfig) -> SimConfig {
 /// The shipped scenario files, sorted (`experiments/PAPER/*.toml`).
 fn shipped_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
-    let mut files = Vec::new();
     let mut papers: Vec<PathBuf> = std::fs::read_dir(&root)
         .expect("the experiments directory")
         .map(|e| e.expect("an entry").path())
         .filter(|p| p.is_dir())
         .collect();
     papers.sort();
-    for p in papers {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&p)
-            .expect("a paper's directory")
-            .map(|e| e.expect("an entry").path())
-            .filter(|f| f.extension().is_some_and(|x| x == "toml"))
-            .collect();
-        v.sort();
-        files.extend(v);
-    }
-    files
+    papers
+        .iter()
+        .flat_map(|p| crate::reproduce::scenario_files(p).expect("a paper's directory"))
+        .collect()
 }
 
 /// The golden cases: (name, shortened configuration), one per signature, in file order.
@@ -250,16 +243,6 @@ pub fn cases() -> Vec<(String, SimConfig)> {
     out
 }
 
-/// The golden hash of `cfg`: FNV-1a 64 of its result's JSON.
-pub fn hash(cfg: &SimConfig) -> u64 {
-    let r = simulate(cfg).unwrap_or_else(|e| panic!("a golden run failed: {e}"));
-    fnv1a(
-        serde_json::to_string(&r)
-            .expect("a result serialises")
-            .as_bytes(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,27 +254,21 @@ mod tests {
     #[test]
     fn the_reproductions_golden_results_hold() {
         let cases = cases();
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let hashes: std::sync::Mutex<Vec<Option<u64>>> =
-            std::sync::Mutex::new(vec![None; cases.len()]);
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    if i >= cases.len() {
-                        break;
-                    }
-                    let h = hash(&cases[i].1);
-                    hashes.lock().unwrap()[i] = Some(h);
-                });
-            }
-        });
-        let hashes: Vec<u64> = hashes
-            .into_inner()
-            .unwrap()
-            .into_iter()
-            .map(|h| h.unwrap())
+        let cfgs: Vec<&SimConfig> = cases.iter().map(|(_, c)| c).collect();
+        let workers = crate::experiment::worker_count(None, cfgs.len());
+        let runs =
+            crate::experiment::run_configs(&cfgs, &|i| cases[i].0.clone(), workers, &|_, _| {})
+                .expect("every golden run completes")
+                .expect("not interrupted");
+        let hashes: Vec<u64> = runs
+            .iter()
+            .map(|r| {
+                fnv1a(
+                    serde_json::to_string(r)
+                        .expect("a result serialises")
+                        .as_bytes(),
+                )
+            })
             .collect();
         let table: String = cases
             .iter()

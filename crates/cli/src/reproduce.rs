@@ -271,7 +271,7 @@ pub fn run(c: ReproduceCommand) -> Result<i32> {
 }
 
 /// The scenario files of one paper's directory, sorted by name.
-fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| {
             format!(
@@ -411,10 +411,7 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
                 cachesched_sim::MODEL_VERSION
             );
         } else {
-            let workers = a
-                .jobs
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            crate::plan::print(&files, workers)?;
+            crate::plan::print(&files, crate::experiment::worker_count(a.jobs, usize::MAX))?;
         }
         return Ok(0);
     }
