@@ -135,7 +135,7 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
         rate.insert(m.clone(), r);
     }
     println!(
-        "\n| file | runs | cached | to run | solo runs to run | simulated s to run | est. worker-h |\n|---|---:|---:|---:|---:|---:|---:|"
+        "\n| file | runs (not in an earlier file) | cached | to run | solo runs to run (of all) | simulated s to run | est. worker-h |\n|---|---:|---:|---:|---:|---:|---:|"
     );
     let (mut runs, mut cached, mut solo, mut sim_s, mut work_s) = (0, 0, 0, 0.0, 0.0);
     for fc in &costs {
