@@ -9,7 +9,7 @@
 
 use crate::experiment::Planned;
 use anyhow::{Context, Result};
-use cachesched_sim::{SimConfig, Simulation};
+use cachesched_sim::SimConfig;
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
@@ -62,7 +62,7 @@ fn calibrate(cfg: &SimConfig) -> Result<f64> {
         ..cfg.clone()
     };
     let t0 = Instant::now();
-    Simulation::new(&c, cachesched_sim::build_chain(&c))?.run(&mut |_| true)?;
+    cachesched_sim::simulate(&c)?;
     Ok(t0.elapsed().as_secs_f64() / (CALIBRATION_MS / 1e3))
 }
 

@@ -291,6 +291,44 @@ pub(crate) fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// compared ([`crate::timeslice_report::compared`]).
 const ACROSS: &str = "across-files";
 
+/// Scenario file `f` loaded, reduced with `--quick`, with the command line's overrides
+/// (said in its description), checked, and its runs planned.
+fn prepare(f: &Path, a: &PaperArgs) -> Result<(Scenario, Vec<crate::experiment::Planned>)> {
+    let mut sc = load(f)?;
+    if a.quick {
+        sc = sc.reduced();
+    }
+    let mut over = Vec::new();
+    if !a.seeds.is_empty() {
+        sc.seeds = a.seeds.clone();
+        over.push(format!("seeds {:?}", a.seeds));
+    }
+    if let Some(d) = a.duration_ms {
+        sc.duration_ms = d;
+        over.push(format!("{d} ms per run"));
+    }
+    if let Some(w) = a.warmup_ms {
+        sc.warmup_ms = w;
+        over.push(format!("{w} ms warm-up"));
+    }
+    if !a.l2_kb.is_empty() {
+        sc.set_sweep(&a.l2_kb);
+        over.push(format!("LLC sizes {:?} KiB", a.l2_kb));
+    }
+    if !over.is_empty() {
+        sc.description += &format!(
+            " **Overridden on the command line: {}; not the reproduction.**",
+            over.join(", ")
+        );
+    }
+    sc.validate()
+        .with_context(|| format!("in scenario file '{}'", f.display()))?;
+    let planned = sc
+        .plan()
+        .with_context(|| format!("in scenario file '{}'", f.display()))?;
+    Ok((sc, planned))
+}
+
 /// Runs every paper's scenario files and writes each paper's paper-against-measured
 /// report; exit code 0, or 130 if interrupted, or 1 if a check of the measured windows
 /// failed (the reports say which).
@@ -308,53 +346,13 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             if !a.only.is_empty() && !a.only.iter().any(|o| o == stem) {
                 continue;
             }
-            let mut sc = match load(f) {
-                Ok(sc) => sc,
-                Err(e) if a.plan => {
-                    println!("{paper}/{stem}: not in the plan: {e:#}");
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            if a.quick {
-                sc = sc.reduced();
-            }
-            let mut over = Vec::new();
-            if !a.seeds.is_empty() {
-                sc.seeds = a.seeds.clone();
-                over.push(format!("seeds {:?}", a.seeds));
-            }
-            if let Some(d) = a.duration_ms {
-                sc.duration_ms = d;
-                over.push(format!("{d} ms per run"));
-            }
-            if let Some(w) = a.warmup_ms {
-                sc.warmup_ms = w;
-                over.push(format!("{w} ms warm-up"));
-            }
-            if !a.l2_kb.is_empty() {
-                sc.set_sweep(&a.l2_kb);
-                over.push(format!("LLC sizes {:?} KiB", a.l2_kb));
-            }
-            if !over.is_empty() {
-                sc.description += &format!(
-                    " **Overridden on the command line: {}; not the reproduction.**",
-                    over.join(", ")
-                );
-            }
-            let planned = match sc.validate().and_then(|()| sc.plan()) {
-                Ok(p) => p,
+            match prepare(f, a) {
+                Ok((sc, planned)) => scs.push((stem.to_string(), sc, planned)),
                 // a plan names what it cannot cost (e.g. a program whose trace cannot
                 // be recorded here) and goes on with the rest
-                Err(e) if a.plan => {
-                    println!("{paper}/{stem}: not in the plan: {e:#}");
-                    continue;
-                }
-                Err(e) => {
-                    return Err(e).with_context(|| format!("in scenario file '{}'", f.display()))
-                }
-            };
-            scs.push((stem.to_string(), sc, planned));
+                Err(e) if a.plan => println!("{paper}/{stem}: not in the plan: {e:#}"),
+                Err(e) => return Err(e),
+            }
         }
         if scs.is_empty() {
             bail!(
