@@ -683,9 +683,29 @@ pub struct SimConfig {
     /// do (default false): "run until the principal completes its segment".
     #[serde(default, skip_serializing_if = "is_false")]
     pub stop_after_segments: bool,
+    /// End the measured window once every thread has begun this many slices in it
+    /// (and the window has lasted `min_ms`), before `duration_ms` if they all do
+    /// (default: none, the window runs to `duration_ms`): a window sized to the run's
+    /// own quanta, so that a run of short slices is not simulated as long as one of
+    /// long slices. Needs a warm-up (the window's start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_after_quanta: Option<QuantaStop>,
     /// The seed that drives everything (default 1).
     #[serde(default = "default_seed")]
     pub seed: u64,
+}
+
+/// When a run's measured window ends by its quanta ([`SimConfig::stop_after_quanta`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuantaStop {
+    /// Slices every thread that has not exited must have begun in the window (1 to
+    /// 1,000,000): the window ends at the dispatch that begins the last of them.
+    pub quanta: u32,
+    /// The window lasts at least this long, ms (default 0; below the run's window):
+    /// a floor for runs whose slices are short.
+    #[serde(default)]
+    pub min_ms: f64,
 }
 
 /// How a shared cache's ways are divided ([`SimConfig::partition`]).
@@ -722,6 +742,7 @@ impl SimConfig {
             warmup_ms: 0.0,
             sample_ms: default_sample(),
             stop_after_segments: false,
+            stop_after_quanta: None,
             seed: default_seed(),
         }
     }

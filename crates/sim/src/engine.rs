@@ -253,8 +253,14 @@ impl Kernel {
             }
             Op::Exit => {
                 th.op_pos += 1;
+                let short = self
+                    .quanta_stop
+                    .is_some_and(|n| th.slices - th.base_slices < n);
                 self.account_running(c, now);
                 self.threads[t].state = State::Exited;
+                if short {
+                    self.quanta_reached(now);
+                }
                 self.events.push(PolicyEvent::Exited(self.threads[t].id));
                 self.schedule(c, now, false);
             }
@@ -354,6 +360,21 @@ impl Simulation {
             return Err(SimError::Config(
                 "warmup_ms must be shorter than duration_ms".into(),
             ));
+        }
+        if let Some(q) = cfg.stop_after_quanta {
+            if !(1..=1_000_000).contains(&q.quanta) {
+                return Err(SimError::Config(format!(
+                    "stop_after_quanta.quanta must be 1 to 1000000 (got {})",
+                    q.quanta
+                )));
+            }
+            if !(q.min_ms >= 0.0 && cfg.warmup_ms + q.min_ms < cfg.duration_ms) {
+                return Err(SimError::Config(format!(
+                    "stop_after_quanta.min_ms must be at least 0 and end before duration_ms \
+                     ({} ms warm-up + {} ms > {} ms): shorten it or lengthen the run",
+                    cfg.warmup_ms, q.min_ms, cfg.duration_ms
+                )));
+            }
         }
         if cfg.threads.is_empty() {
             return Err(SimError::Config(
@@ -650,6 +671,8 @@ impl Simulation {
             segments_open: threads_with_segments,
             stop_after_segments: cfg.stop_after_segments,
             window_owner: None,
+            quanta_stop: cfg.stop_after_quanta.map(|q| u64::from(q.quanta)),
+            quanta_left: None,
             profile: None,
             mem,
             llc_class_of_cpu: per_core_partition,
@@ -707,6 +730,15 @@ impl Simulation {
         sim.k.add_timer(sim.sample_every, Timer::Sample);
         if sim.warmup > 0 {
             sim.k.add_timer(sim.warmup, Timer::WarmupEnd);
+        }
+        if let Some(q) = cfg.stop_after_quanta {
+            if q.min_ms > 0.0 {
+                let at = sim.warmup + cyc(q.min_ms);
+                sim.k.add_timer(at, Timer::WindowFloor);
+            }
+            if sim.warmup == 0 {
+                sim.k.open_quanta_window(0, q.min_ms == 0.0);
+            }
         }
         Ok(sim)
     }
@@ -822,8 +854,17 @@ impl Simulation {
                 self.k.add_timer(at + self.sample_every, Timer::Sample);
             }
             Timer::Stop => {
-                // every work segment is complete: the run ends here
+                // every work segment is complete, or every thread had its quanta: the
+                // run ends here
                 self.end = at.max(1);
+            }
+            Timer::WindowFloor => {
+                if let Some((left, floor)) = self.k.quanta_left.as_mut() {
+                    *floor = true;
+                    if *left == 0 {
+                        self.k.add_timer(at, Timer::Stop);
+                    }
+                }
             }
             Timer::SliceBin(t, g) => self.k.profile_bin(t, g, at),
             Timer::WarmupEnd => {
@@ -837,6 +878,10 @@ impl Simulation {
                 }
                 if let Some(p) = self.k.profile.as_mut() {
                     p.on = true;
+                }
+                if self.k.quanta_stop.is_some() {
+                    let floor = self.cfg.stop_after_quanta.is_some_and(|q| q.min_ms == 0.0);
+                    self.k.open_quanta_window(at, floor);
                 }
                 for c in 0..self.k.cpus.len() {
                     if let Some(t) = self.k.cpus[c].current {

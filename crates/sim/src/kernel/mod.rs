@@ -145,6 +145,34 @@ pub(crate) struct Cpu {
     pub(crate) balance_failed: u32,
 }
 
+impl Kernel {
+    /// Opens the measured window's count of quanta at `now`: every thread that has not
+    /// exited is yet to begin its slices; `floor`: the window's minimum length is
+    /// already met.
+    pub(crate) fn open_quanta_window(&mut self, now: u64, floor: bool) {
+        let left = self
+            .threads
+            .iter()
+            .filter(|t| t.state != State::Exited)
+            .count();
+        self.quanta_left = Some((left + 1, floor));
+        // counted down to `left` here, stopping at once if no thread is left
+        self.quanta_reached(now);
+    }
+
+    /// A thread began its last required slice of the measured window, or exited
+    /// short of it, at `now` ([`crate::config::SimConfig::stop_after_quanta`]): the
+    /// run stops when none is left and the window has lasted its floor.
+    pub(crate) fn quanta_reached(&mut self, now: u64) {
+        if let Some((left, floor)) = self.quanta_left.as_mut() {
+            *left = left.saturating_sub(1);
+            if *left == 0 && *floor {
+                self.add_timer(now, Timer::Stop);
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Timer {
     Start(usize),
@@ -157,8 +185,11 @@ pub(crate) enum Timer {
     PolicyTick(u64),
     Sample,
     WarmupEnd,
-    /// Every work segment is complete and the run was asked to stop then.
+    /// Every work segment is complete, or every thread has had its quanta in the
+    /// window, and the run was asked to stop then.
     Stop,
+    /// The measured window has lasted [`crate::config::QuantaStop::min_ms`].
+    WindowFloor,
     /// The slice profile's bin of (thread, run generation) ends.
     SliceBin(usize, u64),
 }
@@ -227,6 +258,12 @@ pub(crate) struct Kernel {
     /// The thread whose segment opened the run's segment window (the first to begin
     /// one).
     pub(crate) window_owner: Option<usize>,
+    /// With [`crate::config::SimConfig::stop_after_quanta`]: the slices each thread
+    /// must begin in the measured window.
+    pub(crate) quanta_stop: Option<u64>,
+    /// Once the measured window is open (`None` before), the threads yet to begin
+    /// their `quanta_stop` slices in it, and whether the window has lasted its floor.
+    pub(crate) quanta_left: Option<(usize, bool)>,
     /// The slice profile, if configured ([`KernelConfig::slice_profile_ms`]).
     pub(crate) profile: Option<profile::SliceProfiler>,
 }
@@ -490,6 +527,10 @@ impl Kernel {
         }
         th.last_cpu = Some(c);
         th.slices += 1;
+        if self.quanta_stop == Some(th.slices - th.base_slices) {
+            self.quanta_reached(now);
+        }
+        let th = &mut self.threads[t];
         th.state = State::Running(c);
         th.dispatched_at = start;
         th.ctr_at_dispatch = th.ctr;
