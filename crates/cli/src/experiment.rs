@@ -162,6 +162,14 @@ pub struct Scenario {
     /// `duration_ms` as the limit (default false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stop_after_segments: bool,
+    /// End each run's measured window when every thread has begun `quanta` slices in
+    /// it and it has lasted `min_ms`, with `duration_ms` as the limit (default: none;
+    /// [`cachesched_sim::QuantaStop`]): each variant's window sized to its own slices,
+    /// not to the longest slices of the file. Metrics that count events over the
+    /// window (`context_switches`, `migrations`, `remote_accesses`) are refused with
+    /// it, as windows then differ between variants; their rates are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_after_quanta: Option<cachesched_sim::QuantaStop>,
     /// Seeds; each combination runs once per seed (default: 1 to 5).
     #[serde(default = "default_seeds")]
     pub seeds: Vec<u64>,
@@ -286,6 +294,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "instructions per cycle (sum)",
     ),
     ("context_switches", "context switches", "context switches"),
+    (
+        "context_switches_per_s",
+        "context switches per second of the window",
+        "context switches per second",
+    ),
     ("migrations", "migrations", "migrations"),
     (
         "remote_accesses",
@@ -339,6 +352,10 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Metrics that count events over the whole measured window (not comparable between
+/// windows of different lengths, [`Scenario::stop_after_quanta`]).
+pub const WINDOW_COUNTS: &[&str] = &["context_switches", "migrations", "remote_accesses"];
+
 /// Metrics computed against each thread's solo run (made automatically, cached).
 pub const SOLO_METRICS: &[&str] = &["stp", "antt", "max_slowdown", "jain"];
 
@@ -373,6 +390,9 @@ pub fn metric(r: &RunResult, name: &str) -> Option<f64> {
         "cpu_share_cv" => r.cpu_share_cv,
         "ipc" => r.threads.iter().map(|t| t.counters.ipc()).sum(),
         "context_switches" => r.kernel.context_switches as f64,
+        "context_switches_per_s" => {
+            r.kernel.context_switches as f64 / (r.measured_ms / 1e3).max(1e-12)
+        }
         "migrations" => r.kernel.migrations as f64,
         "remote_accesses" => r.totals.remote_accesses as f64,
         "remote_stall_cpki" => {
@@ -510,6 +530,19 @@ impl Scenario {
         }
         if self.threads.is_empty() == self.mixes.is_empty() {
             bail!("a scenario gives its threads either as `threads` or as `mixes`, exactly one of them");
+        }
+        if self.stop_after_quanta.is_some() {
+            if let Some(m) = self
+                .metrics
+                .iter()
+                .find(|m| WINDOW_COUNTS.contains(&m.as_str()))
+            {
+                bail!(
+                    "metric '{m}' counts events over the measured window, whose length \
+                     stop_after_quanta makes differ between variants: use a rate \
+                     (context_switches_per_s) or drop stop_after_quanta"
+                );
+            }
         }
         let mut mixes: Vec<&str> = self.mixes.iter().map(|m| m.label.as_str()).collect();
         if let Some(m) = self.mixes.iter().find(|m| {
@@ -789,6 +822,7 @@ impl Scenario {
                         warmup_ms: self.warmup_ms,
                         sample_ms: self.sample_ms,
                         stop_after_segments: self.stop_after_segments,
+                        stop_after_quanta: self.stop_after_quanta,
                         seed,
                     };
                     // fail before running anything if a run is misconfigured: once per

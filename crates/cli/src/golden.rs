@@ -173,7 +173,8 @@ const GOLDEN_CPU_CYCLES: f64 = 1e8;
 /// `cfg` cut to a golden run's window: [`GOLDEN_CPU_CYCLES`] over its CPUs, at most
 /// 30 ms and at least 3 (on a 2-CPU machine at 2.6 GHz 19 ms: slices end, policies
 /// start acting, the warm-up ends), a third of it warm-up where the scenario has one,
-/// and work segments not ending the run early.
+/// and neither work segments nor quanta ending the run early (the quanta stop is the
+/// simulator's, tested there: `a_window_can_end_by_its_quanta`).
 pub fn shortened(cfg: &SimConfig) -> SimConfig {
     let m = cfg.machine.resolve().expect("a shipped machine resolves");
     let cpus = m
@@ -187,6 +188,7 @@ pub fn shortened(cfg: &SimConfig) -> SimConfig {
         duration_ms: ms,
         warmup_ms: if cfg.warmup_ms > 0.0 { ms / 3.0 } else { 0.0 },
         stop_after_segments: false,
+        stop_after_quanta: None,
         ..cfg.clone()
     }
 }

@@ -32,6 +32,10 @@ struct FileCost {
     /// Simulated seconds of the runs still to make (solo runs included), per machine
     /// name ([`machine_of`]).
     pending_s: BTreeMap<String, f64>,
+    /// Of the runs to make, those whose window ends by their quanta
+    /// ([`SimConfig::stop_after_quanta`]): counted at their whole duration, an upper
+    /// bound.
+    bounded: usize,
 }
 
 /// The name a plan groups runs by: the machine's name, with its LLC size (a sweep's
@@ -59,6 +63,7 @@ fn calibrate(cfg: &SimConfig) -> Result<f64> {
     let c = SimConfig {
         duration_ms: CALIBRATION_MS,
         warmup_ms: 0.0,
+        stop_after_quanta: None,
         ..cfg.clone()
     };
     let t0 = Instant::now();
@@ -82,9 +87,11 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
             cached: 0,
             solo: (0, 0),
             pending_s: BTreeMap::new(),
+            bounded: 0,
         };
         let mut pending = |cfg: &SimConfig, fc: &mut FileCost| -> Result<()> {
             let m = machine_of(cfg)?;
+            fc.bounded += usize::from(cfg.stop_after_quanta.is_some());
             *fc.pending_s.entry(m.clone()).or_default() += cfg.duration_ms / 1e3;
             probes.entry(m).or_insert_with(|| cfg.clone());
             Ok(())
@@ -138,12 +145,15 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
         "\n| file | runs (not in an earlier file) | cached | to run | solo runs to run (of all) | simulated s to run | est. worker-h |\n|---|---:|---:|---:|---:|---:|---:|"
     );
     let (mut runs, mut cached, mut solo, mut sim_s, mut work_s) = (0, 0, 0, 0.0, 0.0);
+    let mut bounded = 0;
     for fc in &costs {
         // (a sum of no terms is -0.0)
         let s: f64 = 0.0 + fc.pending_s.values().sum::<f64>();
         let w: f64 = 0.0 + fc.pending_s.iter().map(|(m, s)| s * rate[m]).sum::<f64>();
+        bounded += fc.bounded;
+        let at_most = if fc.bounded > 0 { "≤ " } else { "" };
         println!(
-            "| {} | {} | {} | {} | {} of {} | {s:.1} | {:.2} |",
+            "| {} | {} | {} | {} | {} of {} | {at_most}{s:.1} | {at_most}{:.2} |",
             fc.name,
             fc.runs,
             fc.cached,
@@ -158,11 +168,18 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
         sim_s += s;
         work_s += w;
     }
+    let at_most = if bounded > 0 { "≤ " } else { "" };
     println!(
-        "| all | {runs} | {cached} | {} | {solo} | {sim_s:.1} | {:.2} |",
+        "| all | {runs} | {cached} | {} | {solo} | {at_most}{sim_s:.1} | {at_most}{:.2} |",
         runs - cached,
         work_s / 3600.0
     );
+    if bounded > 0 {
+        println!(
+            "\n≤: {bounded} of the runs to make end their window by their quanta \
+             (stop_after_quanta), counted here at their whole duration"
+        );
+    }
     println!(
         "\nestimated: {:.2} worker-hours, {:.2} hours on {workers} worker(s) (rates measured \
          now on this host; a busy host runs slower)",

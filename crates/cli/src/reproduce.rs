@@ -158,6 +158,7 @@ pub(crate) fn casc_experiment(
         warmup_ms,
         sample_ms: 10.0,
         stop_after_segments: false,
+        stop_after_quanta: None,
         seeds: seeds.to_vec(),
         variants,
         sweep: Some(Sweep { llc_kb: l2_kb }),

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 /// The configuration of the solo run of `group` under `cfg`: that group's program as one
 /// thread starting at 0 (keeping its binding), alone, with no policy, no partition and
-/// no work segment, for the whole duration.
+/// no work segment, for the whole duration (a lone thread's window ends by no quanta).
 pub fn solo_config(cfg: &SimConfig, group: &ThreadGroup) -> SimConfig {
     SimConfig {
         threads: vec![ThreadGroup {
@@ -31,6 +31,7 @@ pub fn solo_config(cfg: &SimConfig, group: &ThreadGroup) -> SimConfig {
         policies: Vec::new(),
         partition: None,
         stop_after_segments: false,
+        stop_after_quanta: None,
         ..cfg.clone()
     }
 }
