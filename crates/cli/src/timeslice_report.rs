@@ -114,11 +114,23 @@ impl<'a> Data<'a> {
         d
     }
 
-    fn seeds(&self) -> Vec<u64> {
-        self.runs
-            .first()
-            .and_then(|m| m.first())
-            .map_or(Vec::new(), |s| s.keys().copied().collect())
+    /// The seeds every mix ran under both variant `v` and `base`: a measure taken per
+    /// seed over every mix (a geometric mean over all programs) is taken over the same
+    /// mixes at each seed, although seeds added one at a time ([`crate::seeds`]) give
+    /// mixes different seeds.
+    fn common_seeds(&self, (v, base): (usize, usize)) -> Vec<u64> {
+        let Some(first) = self.runs.first() else {
+            return Vec::new();
+        };
+        first[v]
+            .keys()
+            .copied()
+            .filter(|s| {
+                self.runs
+                    .iter()
+                    .all(|m| m[v].contains_key(s) && m[base].contains_key(s))
+            })
+            .collect()
     }
 
     /// Per seed, `f` over every (mix, thread index) pair of variant `v` against `base`,
@@ -417,9 +429,12 @@ fn slowdowns(
     }
     let _ = write!(md, "| mean | |");
     for &v in &others {
+        // the mean over programs at the seeds every program ran under both
+        let common = data.common_seeds((v, solo));
         let xs: Vec<f64> = per[v]
-            .values()
-            .map(|x| x.iter().sum::<f64>() / x.len().max(1) as f64)
+            .iter()
+            .filter(|(s, _)| common.contains(s))
+            .map(|(_, x)| x.iter().sum::<f64>() / x.len().max(1) as f64)
             .collect();
         let st = over_seeds(&xs);
         let worst = means[v]
@@ -468,7 +483,6 @@ fn improvements(
     measured: &mut Measured,
     out: &Path,
 ) -> Result<String> {
-    let seeds = data.seeds();
     let base_label = &sc.variants[base].label;
     let is_cfs = base_label == "cfs";
     // the base's name in prose, and the suffix of its plots' names
@@ -540,7 +554,7 @@ fn improvements(
         let mut spread = Vec::new();
         let mut all = Vec::new();
         let mut per = Vec::new();
-        for &s in &seeds {
+        for s in data.common_seeds((v, base)) {
             let ratios = runtime_ratios(data, s, v, base);
             if ratios.is_empty() {
                 continue;
@@ -1070,7 +1084,6 @@ pub fn curve(
     let (cpus, per_core) = layout(sc)?;
     let data = Data::new(sc, done);
     let cfs = sc.variants.iter().position(|v| v.label == "cfs")?;
-    let seeds = data.seeds();
     let statics: Vec<(usize, f64)> = (0..sc.variants.len())
         .filter(|&v| v != cfs)
         .filter_map(|v| slice_of(sc, v).map(|ms| (v, ms)))
@@ -1078,9 +1091,10 @@ pub fn curve(
     let mut points: Vec<(f64, (f64, f64))> = statics
         .iter()
         .map(|&(v, ms)| {
-            let imp: Vec<f64> = seeds
-                .iter()
-                .map(|&s| runtime_ratios(&data, s, v, cfs))
+            let imp: Vec<f64> = data
+                .common_seeds((v, cfs))
+                .into_iter()
+                .map(|s| runtime_ratios(&data, s, v, cfs))
                 .filter(|r| !r.is_empty())
                 .map(|r| improvement(&r))
                 .collect();
