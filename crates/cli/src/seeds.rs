@@ -229,10 +229,7 @@ pub type Ran = (Planned, Vec<RunResult>);
 /// where it holds them, kept there as they finish), judges the comparisons, and adds a
 /// seed where they are undecided. Returns each mix with the jobs it ran and their
 /// results (solo references not attached), or `None` if interrupted.
-pub fn run(
-    planned: Vec<Planned>,
-    jobs: Option<usize>,
-) -> Result<Option<Vec<Ran>>> {
+pub fn run(planned: Vec<Planned>, jobs: Option<usize>) -> Result<Option<Vec<Ran>>> {
     let mut counts: Vec<Counts> = planned.iter().map(|p| initial(&p.sc)).collect();
     let mut have: Vec<HashMap<usize, RunResult>> = vec![HashMap::new(); planned.len()];
     for round in 1.. {
@@ -462,4 +459,175 @@ pub fn mixes_outcomes_md(sc: &Scenario, done: &[crate::cachefair_report::MixRuns
         sc.variants[0].label,
         join(&all)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario of five seeds whose variants the tests give made-up throughputs:
+    /// `base`, `big` (twice the baseline), `none` (the baseline within ±1%, no effect)
+    /// and `ten` (10% above the baseline within ±1%).
+    fn scenario(paper: &str) -> Scenario {
+        let text = format!(
+            r#"
+name = "t"
+machine = "niagara-2c"
+duration_ms = 2
+seeds = [1, 2, 3, 4, 5]
+metrics = ["ips", "l2_miss_ratio"]
+threads = [{{ profile = "small", count = 2 }}]
+variants = [{{ label = "base" }}, {{ label = "big" }}, {{ label = "none" }}, {{ label = "ten" }}]
+{paper}
+"#
+        );
+        let sc: Scenario = toml::from_str(&text).unwrap();
+        sc.validate().unwrap();
+        sc
+    }
+
+    /// The noise of seed `s`, a fraction: it moves one way and the other, so a change
+    /// of zero (or of 10%) stays inside every interval of two or more of these seeds.
+    fn noise(s: u64) -> f64 {
+        [0.01, -0.01, 0.005, -0.007, 0.002][(s - 1) as usize]
+    }
+
+    /// A result of job `j` whose throughput is its variant's made-up value at its seed
+    /// (a real 2 ms run's, with `ips` replaced).
+    fn result(template: &RunResult, sc: &Scenario, j: &Job) -> RunResult {
+        let base = 1e8 * (1.0 + 0.03 * j.seed as f64);
+        let ips = match sc.variants[j.variant].label.as_str() {
+            "base" => base,
+            "big" => 2.0 * base * (1.0 + noise(j.seed)),
+            "none" => base * (1.0 + noise(j.seed)),
+            "ten" => base * (1.10 + noise(j.seed)),
+            l => panic!("no variant {l}"),
+        };
+        RunResult {
+            ips,
+            seed: j.seed,
+            ..template.clone()
+        }
+    }
+
+    /// The seeds the rule chooses for each variant of `sc`, by label.
+    fn chosen_seeds(sc: &Scenario) -> BTreeMap<String, Vec<u64>> {
+        let jobs = sc.jobs().unwrap();
+        let template = cachesched_sim::simulate(&jobs[0].cfg).unwrap();
+        let idx = rule(sc, &jobs, &|i| Some(result(&template, sc, &jobs[i]))).unwrap();
+        let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for i in idx {
+            let j = &jobs[i];
+            out.entry(sc.variants[j.variant].label.clone())
+                .or_default()
+                .push(j.seed);
+        }
+        out
+    }
+
+    /// A large effect (`big`, +100%) and a clear one (`ten`, +10% ± 1) stop at the
+    /// first three seeds; no effect (`none`) runs to the maximum, five, and the
+    /// baseline has every seed any comparison needed. Fails if a decided comparison
+    /// gets more seeds, an undecided one stops early, or the baseline lacks a seed of
+    /// a comparison (its pairs would be fewer than its seeds).
+    #[test]
+    fn a_clear_effect_stops_at_three_seeds_and_no_effect_runs_to_the_maximum() {
+        let sc = scenario("");
+        let got = chosen_seeds(&sc);
+        assert_eq!(got["big"], [1, 2, 3]);
+        assert_eq!(got["ten"], [1, 2, 3]);
+        assert_eq!(got["none"], [1, 2, 3, 4, 5]);
+        assert_eq!(got["base"], [1, 2, 3, 4, 5]);
+        // min_seeds moves the start, not the rule
+        let mut two = sc.clone();
+        two.min_seeds = Some(2);
+        two.validate().unwrap();
+        let got = chosen_seeds(&two);
+        assert_eq!((got["big"].len(), got["none"].len()), (2, 5));
+    }
+
+    /// A paper band whose edge lies inside the interval keeps adding seeds: `ten` is
+    /// +10% ± 1 and the paper says 10 to 20%, so whether it is inside the band stays
+    /// open to the last seed; a band of 30 to 40% is clear of it after three. With the
+    /// band measured against `big` (`against`), `big` runs every seed `ten` does, so
+    /// their changes pair over all of them. Fails if a paper band does not hold a
+    /// comparison open, or a variant measured against lacks the seeds of the variant
+    /// measured.
+    #[test]
+    fn a_paper_band_with_an_edge_inside_the_interval_keeps_adding_seeds() {
+        let band = |range: &str, against: &str| {
+            format!(
+                "[[paper]]\nwhat = \"x\"\nsource = \"y\"\nmetric = \"ips\"\nvariant = \"ten\"\n\
+                 change_pct = {range}\n{against}"
+            )
+        };
+        let got = chosen_seeds(&scenario(&band("[10, 20]", "")));
+        assert_eq!(got["ten"], [1, 2, 3, 4, 5]);
+        assert_eq!(got["big"], [1, 2, 3]);
+        let got = chosen_seeds(&scenario(&band("[30, 40]", "")));
+        assert_eq!(got["ten"], [1, 2, 3]);
+        // against big: ten is 1.1 / 2 of big, -45%, the band's edge
+        let got = chosen_seeds(&scenario(&band("[-45, -40]", "against = \"big\"")));
+        assert_eq!(got["ten"], [1, 2, 3, 4, 5]);
+        assert_eq!(got["big"], [1, 2, 3, 4, 5]);
+    }
+
+    /// The report names each comparison's seeds and why it stopped, and results read
+    /// back are accepted only when they are the runs the rule chooses. Fails if an
+    /// outcome is misnamed or miscounted, or a run too many or too few is accepted.
+    #[test]
+    fn reports_say_why_each_comparison_stopped_and_loaded_runs_are_checked() {
+        let sc = scenario("");
+        let jobs = sc.jobs().unwrap();
+        let template = cachesched_sim::simulate(&jobs[0].cfg).unwrap();
+        let all: HashMap<usize, RunResult> = (0..jobs.len())
+            .map(|i| (i, result(&template, &sc, &jobs[i])))
+            .collect();
+        let idx = rule(&sc, &jobs, &|i| all.get(&i).cloned()).unwrap();
+        let mut have: HashMap<usize, RunResult> =
+            idx.iter().map(|&i| (i, all[&i].clone())).collect();
+        let (kept, runs) = chosen(&jobs, &idx, &have);
+        let md = outcomes_md(&sc, &kept, &runs);
+        assert_eq!(
+            md,
+            "Seeds per comparison with `base`: decided after 3 seeds: big, ten; undecided \
+             at the maximum, 5 seeds: none.\n\n"
+        );
+        assert!(rule_sentence(&sc).contains("the first 3, then each comparison"));
+        assert_eq!(check_loaded(&sc, &jobs, &have).unwrap(), idx);
+        // every seed of every variant: more than the rule chooses
+        let err = check_loaded(&sc, &jobs, &all).unwrap_err().to_string();
+        assert!(err.contains("hold 20 runs where"), "{err}");
+        // the fifth seed of `none` missing
+        let none5 = (0..jobs.len())
+            .find(|&i| jobs[i].variant == 2 && jobs[i].seed == 5)
+            .unwrap();
+        assert!(have.remove(&none5).is_some());
+        let err = check_loaded(&sc, &jobs, &have).unwrap_err().to_string();
+        assert!(err.contains("run 'none' of t seed 5"), "{err}");
+        // every seed at once: no rule, no outcomes
+        let mut every = sc.clone();
+        every.every_seed();
+        assert!(outcomes_md(&every, &kept, &runs).is_empty());
+        assert_eq!(rule_sentence(&every), "seeds [1, 2, 3, 4, 5]");
+    }
+
+    /// `min_seeds` is from 2 (or the number of seeds, if fewer) to the number of seeds;
+    /// its default is 3, or every seed when there are fewer. Fails if a value outside
+    /// is accepted or the default changes.
+    #[test]
+    fn min_seeds_is_checked_and_defaults_to_three() {
+        let mut sc = scenario("");
+        assert_eq!((sc.first_seeds(), sc.sequential()), (3, true));
+        for (k, ok) in [(1, false), (2, true), (5, true), (6, false)] {
+            sc.min_seeds = Some(k);
+            assert_eq!(sc.validate().is_ok(), ok, "{k}");
+        }
+        sc.min_seeds = None;
+        sc.seeds = vec![7, 8];
+        assert_eq!((sc.first_seeds(), sc.sequential()), (2, false));
+        sc.seeds = vec![7];
+        sc.min_seeds = Some(1);
+        sc.validate().unwrap();
+    }
 }
