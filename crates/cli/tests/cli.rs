@@ -1374,3 +1374,103 @@ variants = [
     assert_eq!(seeds(&read("tiny/results.csv")), (4, 4, 4));
     assert!(read("paper-vs-measured.md").contains("; seeds [1, 2, 3, 4]; means"));
 }
+
+/// Seeds added one at a time in a file of mixes (the cache-fair analysis pairs each
+/// program's fast and slow mix by seed, and each mix's comparisons stop on their own):
+/// the section names every comparison of every mix with its seeds, and each mix's
+/// results hold exactly those, the baseline every seed any of its comparisons got.
+/// Fails if the analysis breaks on mixes with different seeds, or a comparison's
+/// stated seeds differ from the runs it has.
+#[test]
+fn reproduce_adds_seeds_per_mix_and_the_mixes_analysis_takes_ragged_seeds() {
+    let d = tmp("seq-seeds-mixes");
+    let ex = d.join("experiments").join("cachefair");
+    std::fs::create_dir_all(&ex).unwrap();
+    let principal = r#"{ profile = "gzip", class = "cache-fair", start_jitter_ms = 2, segment = { start_instructions = 6_000_000, instructions = 3_000_000 } }"#;
+    let other = |p: &str| format!(r#"{{ profile = "{p}", start_jitter_ms = 2 }}"#);
+    let mix = |label: &str, a: &str, b: &str, c: &str| {
+        format!(
+            "[[mixes]]\nlabel = \"{label}\"\nthreads = [{principal}, {}, {}, {}]\n\n",
+            other(a),
+            other(b),
+            other(c)
+        )
+    };
+    let file = format!(
+        r#"name = "cf-seq"
+machine = "t1-dual"
+duration_ms = 2000
+stop_after_segments = true
+seeds = [1, 2, 3, 4, 5]
+metrics = ["ips"]
+analyses = ["cachefair"]
+min_quanta = 1
+
+[kernel]
+baseline = "fx"
+fx_quantum_ms = 2
+
+[[variants]]
+label = "fx"
+
+[[variants]]
+label = "fx-same"
+
+[[variants]]
+label = "fx-part"
+partition = "per-core"
+
+{}{}"#,
+        mix("gzip-fast", "vpr", "vpr", "crafty"),
+        mix("gzip-slow", "art", "mcf", "gcc")
+    );
+    std::fs::write(ex.join("seq.toml"), file).unwrap();
+    let out = d.join("out");
+    let said = run_ok(&[
+        "reproduce",
+        "cachefair",
+        "--jobs",
+        "2",
+        "--experiments",
+        d.join("experiments").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        said.contains("seeds, round 1: 18 runs of 2 mix(es)"),
+        "{said}"
+    );
+    let md = std::fs::read_to_string(out.join("cachefair/paper-vs-measured.md")).unwrap();
+    assert!(md.contains("| gzip |"), "{md}");
+    let line = md
+        .lines()
+        .find_map(|l| l.strip_prefix("Seeds per comparison with `fx` (mix: variant): "))
+        .unwrap_or_else(|| panic!("{md}"));
+    let csv = |m: &str| {
+        std::fs::read_to_string(out.join("cachefair/seq").join(m).join("results.csv")).unwrap()
+    };
+    let runs = |m: &str, v: &str| {
+        csv(m)
+            .lines()
+            .filter(|l| l.starts_with(&format!("{v},")))
+            .count()
+    };
+    let mut named = 0;
+    for group in line.trim_end_matches('.').split("; ") {
+        let (outcome, names) = group.split_once(" seeds: ").unwrap();
+        let n: usize = outcome.rsplit(' ').next().unwrap().parse().unwrap();
+        for name in names.split(", ") {
+            let (m, v) = name.split_once(": ").unwrap();
+            assert_eq!(runs(m, v), n, "{name} in {line}");
+            assert!(runs(m, "fx") >= n, "{name} in {line}");
+            named += 1;
+        }
+    }
+    // two variants against fx in each of two mixes
+    assert_eq!(named, 4, "{line}");
+    // fx-same is fx under another label: no interval, so to the maximum in both mixes
+    assert!(
+        line.contains("undecided at the maximum, 5 seeds: gzip-fast: fx-same, gzip-slow: fx-same"),
+        "{line}"
+    );
+}
