@@ -358,10 +358,15 @@ pub fn rule_sentence(sc: &Scenario) -> String {
     if !sc.sequential() {
         return format!("seeds {:?}", sc.seeds);
     }
+    let band = if sc.paper.iter().any(|pv| pv.change_pct.is_some()) {
+        " (or a paper's change for it contained an edge of the paper's range)"
+    } else {
+        ""
+    };
     format!(
         "seeds added sequentially from {:?}: every variant ran the first {}, then each \
          comparison with `{}` got the next seed while the 95% interval of its paired change \
-         in {} contained zero (or an edge of a paper's range for it), up to all {}",
+         in {} contained zero{band}, up to all {}",
         sc.seeds,
         sc.first_seeds(),
         sc.variants[0].label,
