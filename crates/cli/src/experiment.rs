@@ -170,9 +170,19 @@ pub struct Scenario {
     /// it, as windows then differ between variants; their rates are not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_after_quanta: Option<cachesched_sim::QuantaStop>,
-    /// Seeds; each combination runs once per seed (default: 1 to 5).
+    /// Seeds; each combination runs once per seed (default: 1 to 5). Under
+    /// `cachesched reproduce` (neither `--quick` nor `--seeds`) these are the most a
+    /// comparison gets: see `min_seeds`.
     #[serde(default = "default_seeds")]
     pub seeds: Vec<u64>,
+    /// Seeds every variant runs first under `cachesched reproduce`, which then adds the
+    /// next seed of `seeds`, one at a time, to each comparison with the baseline still
+    /// undecided ([`crate::seeds`]); from 2 (or the number of seeds, if fewer) to the
+    /// number of seeds (default: 3, or every seed when there are fewer). As many as
+    /// `seeds` runs every seed at once, as `cachesched experiment`, `--quick` and
+    /// `--seeds` do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_seeds: Option<usize>,
     /// Variants to compare (default: the baseline alone).
     #[serde(default = "default_variants")]
     pub variants: Vec<Variant>,
@@ -494,6 +504,7 @@ pub fn verdict(m: &str, (mean, half): (f64, f64)) -> &'static str {
 }
 
 /// One run of a scenario.
+#[derive(Clone)]
 pub struct Job {
     /// Index of the variant.
     pub variant: usize,
@@ -527,6 +538,15 @@ impl Scenario {
     pub fn validate(&self) -> Result<()> {
         if self.variants.is_empty() || self.seeds.is_empty() {
             bail!("a scenario needs at least one variant and one seed");
+        }
+        if let Some(k) = self.min_seeds {
+            let n = self.seeds.len();
+            if k > n || k < 2.min(n) {
+                bail!(
+                    "min_seeds = {k}: give from {} to the number of seeds, {n}",
+                    2.min(n)
+                );
+            }
         }
         if self.threads.is_empty() == self.mixes.is_empty() {
             bail!("a scenario gives its threads either as `threads` or as `mixes`, exactly one of them");
@@ -670,14 +690,34 @@ impl Scenario {
         });
     }
 
+    /// The seeds every variant runs first when seeds are added one at a time
+    /// ([`crate::seeds`]): `min_seeds`, by default 3 or every seed when there are fewer.
+    pub fn first_seeds(&self) -> usize {
+        self.min_seeds.unwrap_or(3).min(self.seeds.len())
+    }
+
+    /// Whether `cachesched reproduce` adds seeds one at a time (some comparison may
+    /// stop before the last seed), rather than running every seed at once.
+    pub fn sequential(&self) -> bool {
+        self.first_seeds() < self.seeds.len()
+    }
+
+    /// Runs every seed at once: `min_seeds` is the number of seeds (for `cachesched
+    /// experiment`, `--quick` and `--seeds`, which run what they say).
+    pub fn every_seed(&mut self) {
+        self.min_seeds = Some(self.seeds.len());
+    }
+
     /// The reduced version `--quick` runs: the `quick` table's seeds and windows
-    /// (default: the first two seeds), with a line saying so in the description.
+    /// (default: the first two seeds), every seed at once, with a line saying so in the
+    /// description.
     pub fn reduced(&self) -> Scenario {
         let q = self.quick.clone().unwrap_or_default();
         let mut s = self.clone();
         s.seeds = q
             .seeds
             .unwrap_or_else(|| self.seeds.iter().take(2).copied().collect());
+        s.every_seed();
         s.duration_ms = q.duration_ms.unwrap_or(self.duration_ms);
         s.warmup_ms = q.warmup_ms.unwrap_or(self.warmup_ms);
         if let Some(ks) = &q.llc_kb {
@@ -1037,7 +1077,9 @@ pub fn load(path: &std::path::Path) -> Result<Scenario> {
 
 /// `cachesched experiment`.
 pub fn run(a: ExperimentArgs) -> Result<i32> {
-    let sc = load(&a.scenario)?;
+    let mut sc = load(&a.scenario)?;
+    // the runs of a file, as it says (seeds are added one at a time by `reproduce`)
+    sc.every_seed();
     let out = a
         .out
         .clone()
@@ -1073,14 +1115,28 @@ pub fn run_scenario(
         workers,
         out.display()
     );
-    let wants_solo = wants_solo(sc);
     let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
     let label = |i: usize| run_label(sc, &jobs_list[i]);
-    let Some(mut runs) = cached_or_run(&cfgs, &label, workers)? else {
+    let Some(runs) = cached_or_run(&cfgs, &label, workers)? else {
         eprintln!("{INTERRUPTED}");
         return Ok(None);
     };
-    if wants_solo {
+    complete(sc, jobs_list, runs, out, workers)
+}
+
+/// Finishes runs already made (`runs`, the results of `jobs_list`, some jobs of `sc`):
+/// gives their threads their solo references where `sc` wants them (made on `workers`
+/// workers where the solo cache lacks them), writes the outputs to `out` and returns
+/// the jobs with their results; `None` if interrupted (nothing written).
+pub fn complete(
+    sc: &Scenario,
+    jobs_list: Vec<Job>,
+    mut runs: Vec<RunResult>,
+    out: &std::path::Path,
+    workers: usize,
+) -> Result<Option<(Vec<Job>, Vec<RunResult>)>> {
+    if wants_solo(sc) {
+        let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
         let Some(()) = attach_solo_runs(&cfgs, &mut runs, workers)? else {
             eprintln!("interrupted; nothing written");
             return Ok(None);
@@ -1099,7 +1155,7 @@ pub fn wants_solo(sc: &Scenario) -> bool {
 }
 
 /// How errors and progress name run `j` of scenario `sc`.
-fn run_label(sc: &Scenario, j: &Job) -> String {
+pub(crate) fn run_label(sc: &Scenario, j: &Job) -> String {
     format!(
         "run '{}' of {} seed {} llc {:?} KiB",
         sc.variants[j.variant].label, sc.name, j.seed, j.llc_kb
@@ -1107,7 +1163,7 @@ fn run_label(sc: &Scenario, j: &Job) -> String {
 }
 
 /// Said when Ctrl-C stops a batch of runs.
-const INTERRUPTED: &str =
+pub(crate) const INTERRUPTED: &str =
     "interrupted; nothing more is written (finished runs are kept in the run cache)";
 
 /// Workers for `n` runs: `jobs`, else every CPU, at least one and at most `n`.
@@ -1124,7 +1180,7 @@ pub(crate) fn worker_count(jobs: Option<usize>, n: usize) -> usize {
 /// baseline), and the others run on `workers` workers in one pool, each kept in the
 /// run cache as it finishes (`label` names a run in errors); configurations that
 /// repeat (the same key) run once. `None` if interrupted.
-fn cached_or_run(
+pub(crate) fn cached_or_run(
     cfgs: &[&SimConfig],
     label: &(dyn Fn(usize) -> String + Sync),
     workers: usize,
@@ -1251,39 +1307,59 @@ pub fn load_results(
         .with_context(|| format!("cannot read '{}'", path.display()))?;
     let rows: Vec<OwnedRow> = serde_json::from_str(&text)
         .with_context(|| format!("'{}' is not a results file of this version", path.display()))?;
-    if rows.len() != jobs.len() {
-        bail!(
-            "'{}' has {} runs where the scenario has {}: rerun it without --from-results",
-            path.display(),
-            rows.len(),
-            jobs.len()
-        );
-    }
-    let mut runs = Vec::with_capacity(rows.len());
-    for (j, row) in jobs.iter().zip(rows) {
-        if row.variant != sc.variants[j.variant].label
-            || row.llc_kb != j.llc_kb
-            || row.seed != j.seed
-        {
+    // each row is one of the jobs, in the jobs' order (seeds added one at a time leave
+    // some out)
+    let mut found = std::collections::HashMap::new();
+    let mut next = 0;
+    for row in rows {
+        let Some(i) = (next..jobs.len()).find(|&i| {
+            let j = &jobs[i];
+            row.variant == sc.variants[j.variant].label
+                && row.llc_kb == j.llc_kb
+                && row.seed == j.seed
+        }) else {
             bail!(
-                "'{}' does not list its runs in the scenario's order (found {} / {:?} KiB / seed \
-                 {}): rerun it without --from-results",
+                "'{}' does not list the scenario's runs in its order (found {} / {:?} KiB / \
+                 seed {}): rerun it without --from-results",
                 path.display(),
                 row.variant,
                 row.llc_kb,
                 row.seed
             );
-        }
-        runs.push(row.result);
+        };
+        found.insert(i, row.result);
+        next = i + 1;
     }
-    write_outputs(sc, &jobs, &runs, out)?;
-    Ok((jobs, runs))
+    let keep = if sc.sequential() {
+        crate::seeds::check_loaded(sc, &jobs, &found)
+            .with_context(|| format!("in '{}': rerun it without --from-results", path.display()))?
+    } else if found.len() == jobs.len() {
+        (0..jobs.len()).collect()
+    } else {
+        bail!(
+            "'{}' has {} runs where the scenario has {}: rerun it without --from-results",
+            path.display(),
+            found.len(),
+            jobs.len()
+        );
+    };
+    let mut runs = Vec::with_capacity(keep.len());
+    let mut kept = Vec::with_capacity(keep.len());
+    let mut keep = keep.into_iter().peekable();
+    for (i, j) in jobs.into_iter().enumerate() {
+        if keep.next_if_eq(&i).is_some() {
+            runs.push(found.remove(&i).expect("kept runs are found"));
+            kept.push(j);
+        }
+    }
+    write_outputs(sc, &kept, &runs, out)?;
+    Ok((kept, runs))
 }
 
 /// Gives every thread of `runs` (the results of `cfgs`) its solo reference: cached
 /// ones are read, the others run on `workers` and cached (see [`crate::solo`]).
 /// `None` if interrupted.
-fn attach_solo_runs(
+pub(crate) fn attach_solo_runs(
     cfgs: &[&SimConfig],
     runs: &mut [RunResult],
     workers: usize,
@@ -1461,17 +1537,18 @@ fn write_outputs(
     };
     let mut md = format!("# {}\n\n{}\n\n", sc.name, sc.description);
     md += &format!(
-        "Machine `{}`, {} ms per run ({} ms warm-up), seeds {:?}. {}\n\n",
+        "Machine `{}`, {} ms per run ({} ms warm-up), {}. {}\n\n",
         sc.machine.resolve()?.name,
         sc.duration_ms,
         sc.warmup_ms,
-        sc.seeds,
+        crate::seeds::rule_sentence(sc),
         if sc.seeds.len() > 1 {
             "Mean over seeds ± the half-width of its 95% confidence interval (Student's t)."
         } else {
             "One seed: single runs, no interval."
         }
     );
+    md += &crate::seeds::outcomes_md(sc, jobs, runs);
     let (check_md, _) = checks(sc, jobs, runs);
     if !check_md.is_empty() {
         md += &format!("Checks of the measured windows:\n\n{check_md}\n");

@@ -21,6 +21,7 @@ mod replay_cmd;
 mod reproduce;
 mod run_cache;
 mod run_cmd;
+mod seeds;
 mod sensitivity;
 mod simulate_cmd;
 mod solo;

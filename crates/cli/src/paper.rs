@@ -159,7 +159,7 @@ impl PaperValue {
     }
 
     /// The sweep points the value applies to.
-    fn points(&self, sc: &Scenario) -> Vec<Option<u64>> {
+    pub(crate) fn points(&self, sc: &Scenario) -> Vec<Option<u64>> {
         match (&self.llc_kb, &sc.sweep) {
             (Some(ks), _) => ks.iter().map(|&k| Some(k)).collect(),
             (None, Some(s)) => s.llc_kb.iter().map(|&k| Some(k)).collect(),

@@ -71,15 +71,17 @@ fn calibrate(cfg: &SimConfig) -> Result<f64> {
     Ok(t0.elapsed().as_secs_f64() / (CALIBRATION_MS / 1e3))
 }
 
-/// Prints the plan of `files` (each `PAPER/FILE` with its planned mixes): runs, those
-/// cached, simulated seconds and the estimated worker-time of the rest, per file and
-/// in all, and the wall time on `workers` workers.
-pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
+/// The costs of `files` (each `PAPER/FILE` with its planned mixes), counting the jobs
+/// `keep` accepts, and the first pending configuration of each machine (to calibrate
+/// on), added to `probes`.
+fn costs(
+    files: &[(String, &[Planned])],
+    keep: &dyn Fn(&Planned, &crate::experiment::Job) -> bool,
+    probes: &mut BTreeMap<String, SimConfig>,
+) -> Result<Vec<FileCost>> {
     let mut seen = HashSet::new();
     let mut seen_solo = HashSet::new();
     let mut costs = Vec::new();
-    // the first pending configuration of each machine, to calibrate on
-    let mut probes: BTreeMap<String, SimConfig> = BTreeMap::new();
     for (name, planned) in files {
         let mut fc = FileCost {
             name: name.clone(),
@@ -97,7 +99,8 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
             Ok(())
         };
         for p in planned.iter() {
-            for j in &p.jobs {
+            let jobs: Vec<&crate::experiment::Job> = p.jobs.iter().filter(|j| keep(p, j)).collect();
+            for j in &jobs {
                 let k = crate::cache::config_key(&j.cfg)?;
                 if !seen.insert(k) {
                     continue;
@@ -112,7 +115,7 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
             if !crate::experiment::wants_solo(&p.sc) {
                 continue;
             }
-            let cfgs: Vec<&SimConfig> = p.jobs.iter().map(|j| &j.cfg).collect();
+            let cfgs: Vec<&SimConfig> = jobs.iter().map(|j| &j.cfg).collect();
             let (distinct, _) = crate::solo::plan(&cfgs)?;
             let held = crate::solo::cached(distinct.keys().copied())?;
             for (k, cfg) in &distinct {
@@ -129,6 +132,36 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
         }
         costs.push(fc);
     }
+    Ok(costs)
+}
+
+/// Whether job `j` of `p` is one of the runs every variant makes first when seeds are
+/// added one at a time (all of them when `p` runs every seed at once).
+fn at_minimum(p: &Planned, j: &crate::experiment::Job) -> bool {
+    p.sc.seeds
+        .iter()
+        .position(|&s| s == j.seed)
+        .is_some_and(|r| r < p.sc.first_seeds())
+}
+
+/// `a` alone when it equals `b`, else `a–b`.
+fn span<T: PartialEq + std::fmt::Display>(a: T, b: T) -> String {
+    if a == b {
+        a.to_string()
+    } else {
+        format!("{a}–{b}")
+    }
+}
+
+/// Prints the plan of `files` (each `PAPER/FILE` with its planned mixes): runs, those
+/// cached, simulated seconds and the estimated worker-time of the rest, per file and
+/// in all, and the wall time on `workers` workers; each at the minimum (the first
+/// seeds of every variant, where seeds are added one at a time) and at most (every
+/// seed), as `min–max` where they differ.
+pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
+    let mut probes: BTreeMap<String, SimConfig> = BTreeMap::new();
+    let most = costs(files, &|_, _| true, &mut probes)?;
+    let least = costs(files, &at_minimum, &mut probes)?;
     let mut rate = BTreeMap::new();
     if !probes.is_empty() {
         println!(
@@ -141,52 +174,89 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
         println!("  {m}: {r:.0} worker-s per simulated s");
         rate.insert(m.clone(), r);
     }
+    let first: Vec<usize> = files
+        .iter()
+        .flat_map(|(_, p)| p.iter().filter(|p| p.sc.sequential()))
+        .map(|p| p.sc.first_seeds())
+        .collect();
+    if let (Some(lo), Some(hi)) = (first.iter().min(), first.iter().max()) {
+        println!(
+            "\nSeeds are added one at a time: a file's runs lie between the first {} seeds of \
+             every variant (min) and every seed (max), shown `min–max` where they differ.",
+            span(lo, hi)
+        );
+    }
     println!(
         "\n| file | runs (not in an earlier file) | cached | to run | solo runs to run (of all) | simulated s to run | est. worker-h |\n|---|---:|---:|---:|---:|---:|---:|"
     );
-    let (mut runs, mut cached, mut solo, mut sim_s, mut work_s) = (0, 0, 0, 0.0, 0.0);
-    let mut bounded = 0;
-    for fc in &costs {
-        // (a sum of no terms is -0.0)
-        let s: f64 = 0.0 + fc.pending_s.values().sum::<f64>();
-        let w: f64 = 0.0 + fc.pending_s.iter().map(|(m, s)| s * rate[m]).sum::<f64>();
-        bounded += fc.bounded;
-        let at_most = if fc.bounded > 0 { "≤ " } else { "" };
-        println!(
-            "| {} | {} | {} | {} | {} of {} | {at_most}{s:.1} | {at_most}{:.2} |",
-            fc.name,
-            fc.runs,
-            fc.cached,
-            fc.runs - fc.cached,
-            fc.solo.0 - fc.solo.1,
-            fc.solo.0,
-            w / 3600.0
-        );
-        runs += fc.runs;
-        cached += fc.cached;
-        solo += fc.solo.0 - fc.solo.1;
-        sim_s += s;
-        work_s += w;
+    // (simulated s, worker-s) of the pending runs of a file (a sum of no terms is -0.0)
+    let work = |fc: &FileCost| -> (f64, f64) {
+        (
+            0.0 + fc.pending_s.values().sum::<f64>(),
+            0.0 + fc.pending_s.iter().map(|(m, s)| s * rate[m]).sum::<f64>(),
+        )
+    };
+    // runs, cached, solo to run, solo, simulated s, worker-s: at the minimum and at most
+    let mut all = [[0.0f64; 6]; 2];
+    for (lo, hi) in least.iter().zip(&most) {
+        let mut row = [[0.0f64; 6]; 2];
+        for (k, fc) in [lo, hi].into_iter().enumerate() {
+            let (s, w) = work(fc);
+            row[k] = [
+                fc.runs as f64,
+                fc.cached as f64,
+                (fc.solo.0 - fc.solo.1) as f64,
+                fc.solo.0 as f64,
+                s,
+                w,
+            ];
+            for (t, x) in all[k].iter_mut().zip(row[k]) {
+                *t += x;
+            }
+        }
+        println!("{}", table_row(&hi.name, &row));
     }
-    let at_most = if bounded > 0 { "≤ " } else { "" };
-    println!(
-        "| all | {runs} | {cached} | {} | {solo} | {at_most}{sim_s:.1} | {at_most}{:.2} |",
-        runs - cached,
-        work_s / 3600.0
-    );
+    println!("{}", table_row("all", &all));
+    let bounded: usize = most.iter().map(|fc| fc.bounded).sum();
     if bounded > 0 {
         println!(
-            "\n≤: {bounded} of the runs to make end their window by their quanta \
-             (stop_after_quanta), counted here at their whole duration"
+            "\n{bounded} of the runs to make end their window by their quanta \
+             (stop_after_quanta): counted at their whole duration, so their simulated \
+             seconds and worker-hours are upper bounds"
         );
     }
+    let hours = |k: usize| all[k][5] / 3600.0;
     println!(
-        "\nestimated: {:.2} worker-hours, {:.2} hours on {workers} worker(s) (rates measured \
+        "\nestimated: {} worker-hours, {} hours on {workers} worker(s) (rates measured \
          now on this host; a busy host runs slower)",
-        work_s / 3600.0,
-        work_s / 3600.0 / workers as f64
+        span(format!("{:.2}", hours(0)), format!("{:.2}", hours(1))),
+        span(
+            format!("{:.2}", hours(0) / workers as f64),
+            format!("{:.2}", hours(1) / workers as f64)
+        )
     );
     Ok(())
+}
+
+/// One row of the plan's table: `name`, then runs, cached, to run, solo runs to run
+/// (of all), simulated s and worker-hours from `row`'s totals at the minimum and at
+/// most (runs, cached, solo to run, solo, simulated s, worker-s).
+fn table_row(name: &str, row: &[[f64; 6]; 2]) -> String {
+    let [lo, hi] = row;
+    let n = |k: usize| span(lo[k] as u64, hi[k] as u64);
+    format!(
+        "| {name} | {} | {} | {} | {} of {} | {} | {} |",
+        n(0),
+        n(1),
+        span((lo[0] - lo[1]) as u64, (hi[0] - hi[1]) as u64),
+        n(2),
+        n(3),
+        span(format!("{:.1}", lo[4]), format!("{:.1}", hi[4])),
+        span(
+            format!("{:.2}", lo[5] / 3600.0),
+            format!("{:.2}", hi[5] / 3600.0)
+        )
+    )
 }
 
 /// Moves the runs of `planned` that a build before model versions made (keyed by the

@@ -1282,3 +1282,195 @@ fn experiment_pools_its_mixes_and_runs_a_repeated_one_once() {
         assert!(d.join("out2").join(m).join("results.json").exists());
     }
 }
+
+/// `reproduce` adds seeds one at a time: a variant that runs one program where the
+/// baseline runs eight (`half`, a large effect) stops at three seeds, the baseline
+/// repeated under another label (`same`, no effect: no interval) runs all five, and
+/// the reports say so; a second reproduction chooses the same runs, all from the run
+/// cache, and writes the same bytes, as `--from-results` does; `--plan` counts the
+/// runs at three seeds and at five; `--seeds` runs every seed it names. Fails if a
+/// decided comparison gets more seeds, an undecided one fewer, the choice changes
+/// between runs, or a report or the plan miscounts.
+#[test]
+fn reproduce_adds_seeds_one_at_a_time_while_a_comparison_is_undecided() {
+    let d = tmp("seq-seeds");
+    std::fs::create_dir_all(d.join("exp/casc")).unwrap();
+    std::fs::write(
+        d.join("exp/casc/tiny.toml"),
+        r#"
+name = "tiny"
+machine = "niagara-2c"
+duration_ms = 15
+min_quanta = 0
+seeds = [1, 2, 3, 4, 5]
+metrics = ["ips", "l2_miss_ratio"]
+threads = [{ profile = "large", count = 4 }, { profile = "small", count = 4 }]
+variants = [
+  { label = "cfs" },
+  { label = "same" },
+  { label = "half", threads = [{ profile = "large", count = 1 }] },
+]
+"#,
+    )
+    .unwrap();
+    let (exp, out) = (d.join("exp"), d.join("out"));
+    let run = |extra: &[&str]| {
+        let o = bin()
+            .env("CACHESCHED_RUNS", d.join("runs"))
+            .args(["reproduce", "casc", "--experiments", exp.to_str().unwrap()])
+            .args(["--out", out.to_str().unwrap(), "--jobs", "2"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{extra:?}: {err}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let said = run(&[]);
+    assert!(said.contains("seeds, round 3: 2 runs"), "{said}");
+    assert!(!said.contains("round 4"), "{said}");
+    let read = |f: &str| std::fs::read_to_string(out.join("casc").join(f)).unwrap();
+    let (table, report) = (read("paper-vs-measured.md"), read("tiny/report.md"));
+    let outcome = "Seeds per comparison with `cfs`: decided after 3 seeds: half; undecided at \
+                   the maximum, 5 seeds: same.";
+    for md in [&table, &report] {
+        assert!(md.contains(outcome), "{md}");
+        assert!(
+            md.contains(
+                "seeds added sequentially from [1, 2, 3, 4, 5]: every variant ran the first 3"
+            ),
+            "{md}"
+        );
+    }
+    let csv = read("tiny/results.csv");
+    // the runs of each variant in results.csv
+    let seeds = |csv: &str| {
+        let n = |v: &str| {
+            csv.lines()
+                .filter(|l| l.starts_with(&format!("{v},")))
+                .count()
+        };
+        (n("cfs"), n("same"), n("half"))
+    };
+    assert_eq!(seeds(&csv), (5, 5, 3));
+    // again: the same runs, read from the run cache, the same bytes
+    let said = run(&[]);
+    assert!(
+        !said.contains("1 to run") && said.contains("0 to run"),
+        "{said}"
+    );
+    assert_eq!(read("tiny/report.md"), report);
+    run(&["--from-results"]);
+    assert_eq!(read("tiny/report.md"), report);
+    assert_eq!(read("tiny/results.csv"), csv);
+    // cfs and same are one configuration: 2 distinct runs a seed
+    let plan = run(&["--plan"]);
+    assert!(
+        plan.contains("| casc/tiny | 6–10 | 6–8 | 0–2 | 0 of 0 |"),
+        "{plan}"
+    );
+    // the seeds named on the command line, every one
+    run(&["--seeds", "1,2,3,4"]);
+    assert_eq!(seeds(&read("tiny/results.csv")), (4, 4, 4));
+    assert!(read("paper-vs-measured.md").contains("; seeds [1, 2, 3, 4]; means"));
+}
+
+/// Seeds added one at a time in a file of mixes (the cache-fair analysis pairs each
+/// program's fast and slow mix by seed, and each mix's comparisons stop on their own):
+/// the section names every comparison of every mix with its seeds, and each mix's
+/// results hold exactly those, the baseline every seed any of its comparisons got.
+/// Fails if the analysis breaks on mixes with different seeds, or a comparison's
+/// stated seeds differ from the runs it has.
+#[test]
+fn reproduce_adds_seeds_per_mix_and_the_mixes_analysis_takes_ragged_seeds() {
+    let d = tmp("seq-seeds-mixes");
+    let ex = d.join("experiments").join("cachefair");
+    std::fs::create_dir_all(&ex).unwrap();
+    let principal = r#"{ profile = "gzip", class = "cache-fair", start_jitter_ms = 2, segment = { start_instructions = 6_000_000, instructions = 3_000_000 } }"#;
+    let other = |p: &str| format!(r#"{{ profile = "{p}", start_jitter_ms = 2 }}"#);
+    let mix = |label: &str, a: &str, b: &str, c: &str| {
+        format!(
+            "[[mixes]]\nlabel = \"{label}\"\nthreads = [{principal}, {}, {}, {}]\n\n",
+            other(a),
+            other(b),
+            other(c)
+        )
+    };
+    let file = format!(
+        r#"name = "cf-seq"
+machine = "t1-dual"
+duration_ms = 2000
+stop_after_segments = true
+seeds = [1, 2, 3, 4, 5]
+metrics = ["ips"]
+analyses = ["cachefair"]
+min_quanta = 1
+
+[kernel]
+baseline = "fx"
+fx_quantum_ms = 2
+
+[[variants]]
+label = "fx"
+
+[[variants]]
+label = "fx-same"
+
+[[variants]]
+label = "fx-part"
+partition = "per-core"
+
+{}{}"#,
+        mix("gzip-fast", "vpr", "vpr", "crafty"),
+        mix("gzip-slow", "art", "mcf", "gcc")
+    );
+    std::fs::write(ex.join("seq.toml"), file).unwrap();
+    let out = d.join("out");
+    let said = run_ok(&[
+        "reproduce",
+        "cachefair",
+        "--jobs",
+        "2",
+        "--experiments",
+        d.join("experiments").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        said.contains("seeds, round 1: 18 runs of 2 mix(es)"),
+        "{said}"
+    );
+    let md = std::fs::read_to_string(out.join("cachefair/paper-vs-measured.md")).unwrap();
+    assert!(md.contains("| gzip |"), "{md}");
+    let line = md
+        .lines()
+        .find_map(|l| l.strip_prefix("Seeds per comparison with `fx` (mix: variant): "))
+        .unwrap_or_else(|| panic!("{md}"));
+    let csv = |m: &str| {
+        std::fs::read_to_string(out.join("cachefair/seq").join(m).join("results.csv")).unwrap()
+    };
+    let runs = |m: &str, v: &str| {
+        csv(m)
+            .lines()
+            .filter(|l| l.starts_with(&format!("{v},")))
+            .count()
+    };
+    let mut named = 0;
+    for group in line.trim_end_matches('.').split("; ") {
+        let (outcome, names) = group.split_once(" seeds: ").unwrap();
+        let n: usize = outcome.rsplit(' ').next().unwrap().parse().unwrap();
+        for name in names.split(", ") {
+            let (m, v) = name.split_once(": ").unwrap();
+            assert_eq!(runs(m, v), n, "{name} in {line}");
+            assert!(runs(m, "fx") >= n, "{name} in {line}");
+            named += 1;
+        }
+    }
+    // two variants against fx in each of two mixes
+    assert_eq!(named, 4, "{line}");
+    // fx-same is fx under another label: no interval, so to the maximum in both mixes
+    assert!(
+        line.contains("undecided at the maximum, 5 seeds: gzip-fast: fx-same, gzip-slow: fx-same"),
+        "{line}"
+    );
+}
