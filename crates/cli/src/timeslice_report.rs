@@ -42,7 +42,7 @@
 //! runs of one mix, counting the fills Intel's "LLC Misses" event counts, with which the
 //! paper measured it: demand and first-level prefetch fills, not the L2 streamer's).
 
-use crate::experiment::{over_seeds, plain, show, Scenario};
+use crate::experiment::{metric, over_seeds, plain, show, Scenario};
 use crate::paper::{agreement, PaperValue};
 use crate::simulate_cmd::write_file;
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
@@ -516,7 +516,7 @@ fn improvements(
          fewest slices any thread began in a measured window (the window's rounds of the \
          variant's slices). Means over seeds ± 95% half-width.\n\n| variant | slice (ms) \
          | improvement | spread over programs | LLC misses, all | LLC misses, per program \
-         | CPU-share CV | largest lag (ms) | context switches per run | fewest slices |\n\
+         | CPU-share CV | largest lag (ms) | context switches per s | fewest slices |\n\
          |---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut bars: Vec<(String, (f64, f64))> = Vec::new();
@@ -530,7 +530,11 @@ fn improvements(
         let cs: Vec<f64> = data
             .runs
             .iter()
-            .flat_map(|m| m[v].values().map(|r| r.kernel.context_switches as f64))
+            .flat_map(|m| {
+                // a rate: windows that end by their quanta differ between variants
+                m[v].values()
+                    .map(|r| metric(r, "context_switches_per_s").expect("known metric"))
+            })
             .collect();
         let lag = data
             .runs
