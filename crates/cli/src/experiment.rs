@@ -1904,6 +1904,29 @@ variants = [{ label = "cfs" }, { label = "cfs-4cpu", cfs_online_cpus = 4 }]
         assert!(n >= 8, "{n} scenario files");
     }
 
+    /// A window that ends by its quanta reaches every run, and a metric that counts
+    /// events over the window is refused with it, naming the rate to use. Fails if the
+    /// setting is dropped on the way to the runs, or a count metric is accepted.
+    #[test]
+    fn windows_by_quanta_reach_the_runs_and_refuse_counts() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/timeslice/fig7-2c4m.toml");
+        let sc = parse(&path).unwrap();
+        let q = sc.stop_after_quanta.expect("fig7 ends windows by quanta");
+        let (_, first) = sc.per_mix().remove(0);
+        let jobs = first.jobs().unwrap();
+        assert!(jobs.iter().all(|j| j.cfg.stop_after_quanta == Some(q)));
+        let mut bad = sc.clone();
+        bad.metrics.push("context_switches".into());
+        let e = format!("{:#}", bad.validate().unwrap_err());
+        assert!(
+            e.contains("context_switches") && e.contains("context_switches_per_s"),
+            "{e}"
+        );
+        bad.stop_after_quanta = None;
+        bad.validate().unwrap();
+    }
+
     /// A scenario of several mixes runs as one scenario per mix, each with its mix's
     /// threads and none of the paper's values (they are the analysis's); malformed
     /// mixes and paper values are named. Fails if a mix loses its threads or label, or
