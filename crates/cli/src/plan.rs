@@ -5,7 +5,10 @@
 //! runs is simulated for a short calibration window on this host with this build, and
 //! the worker-time of a run is its simulated time at that rate. The rate of a machine
 //! depends on its mix (threads, miss rates), so the estimate is within tens of
-//! percent, enough to decide between minutes, hours and days.
+//! percent, enough to decide between minutes, hours and days. A run whose window ends
+//! by its quanta (`stop_after_quanta`) is counted at the mean length of the runs of the
+//! same configuration with other seeds that the run cache holds, or at its whole
+//! duration (an upper bound, said) when it holds none.
 
 use crate::experiment::Planned;
 use anyhow::{Context, Result};
@@ -33,8 +36,9 @@ struct FileCost {
     /// name ([`machine_of`]).
     pending_s: BTreeMap<String, f64>,
     /// Of the runs to make, those whose window ends by their quanta
-    /// ([`SimConfig::stop_after_quanta`]): counted at their whole duration, an upper
-    /// bound.
+    /// ([`SimConfig::stop_after_quanta`]) and that no run of the same configuration
+    /// with another seed tells the length of ([`sibling_ms`]): counted at their whole
+    /// duration, an upper bound.
     bounded: usize,
 }
 
@@ -93,8 +97,17 @@ fn costs(
         };
         let mut pending = |cfg: &SimConfig, fc: &mut FileCost| -> Result<()> {
             let m = machine_of(cfg)?;
-            fc.bounded += usize::from(cfg.stop_after_quanta.is_some());
-            *fc.pending_s.entry(m.clone()).or_default() += cfg.duration_ms / 1e3;
+            let ms = match cfg.stop_after_quanta {
+                Some(_) => match sibling_ms(cfg)? {
+                    Some(ms) => ms,
+                    None => {
+                        fc.bounded += 1;
+                        cfg.duration_ms
+                    }
+                },
+                None => cfg.duration_ms,
+            };
+            *fc.pending_s.entry(m.clone()).or_default() += ms / 1e3;
             probes.entry(m).or_insert_with(|| cfg.clone());
             Ok(())
         };
@@ -133,6 +146,27 @@ fn costs(
         costs.push(fc);
     }
     Ok(costs)
+}
+
+/// Seeds tried for runs of the same configuration as one not yet made
+/// ([`sibling_ms`]).
+const SIBLING_SEEDS: u64 = 10;
+
+/// The simulated ms of a run of `cfg` whose window ends by its quanta, from the runs of
+/// the same configuration with other seeds (1 to [`SIBLING_SEEDS`]) that the run cache
+/// holds: their mean length (warm-up included); `None` if it holds none.
+fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
+    let mut lens = Vec::new();
+    for seed in (1..=SIBLING_SEEDS).filter(|&s| s != cfg.seed) {
+        let k = crate::cache::config_key(&SimConfig {
+            seed,
+            ..cfg.clone()
+        })?;
+        if let Some(r) = crate::run_cache::load(k)? {
+            lens.push(cfg.warmup_ms + r.measured_ms);
+        }
+    }
+    Ok((!lens.is_empty()).then(|| lens.iter().sum::<f64>() / lens.len() as f64))
 }
 
 /// Whether job `j` of `p` is one of the runs every variant makes first when seeds are
@@ -221,8 +255,9 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
     if bounded > 0 {
         println!(
             "\n{bounded} of the runs to make end their window by their quanta \
-             (stop_after_quanta): counted at their whole duration, so their simulated \
-             seconds and worker-hours are upper bounds"
+             (stop_after_quanta) and no cached run of theirs with another seed tells \
+             how long: counted at their whole duration, so their simulated seconds and \
+             worker-hours are upper bounds (the others at their cached siblings' mean)"
         );
     }
     let hours = |k: usize| all[k][5] / 3600.0;

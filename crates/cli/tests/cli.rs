@@ -1474,3 +1474,65 @@ partition = "per-core"
         "{line}"
     );
 }
+
+/// `--plan` counts a run whose window ends by its quanta at its whole duration (and
+/// says these are upper bounds) until a run of the same configuration with another
+/// seed is in the run cache, then at that run's length. Four threads take turns of
+/// 1 ms on one CPU: two quanta each end a window after about 5 ms of a 40 ms run.
+/// Fails if the plan ignores the cached sibling, or stops saying which runs are
+/// bounded.
+#[test]
+fn plan_takes_a_quanta_window_from_a_cached_sibling() {
+    let d = tmp("plan-quanta");
+    std::fs::create_dir_all(d.join("exp/casc")).unwrap();
+    std::fs::write(
+        d.join("exp/casc/turns.toml"),
+        r#"
+name = "turns"
+machine = "core2-4m"
+duration_ms = 40
+warmup_ms = 5
+min_quanta = 0
+seeds = [1, 2, 3]
+metrics = ["ips"]
+stop_after_quanta = { quanta = 2 }
+threads = [{ profile = "gzip", count = 4, cpus = [0] }]
+
+[kernel]
+baseline = "fx"
+fx_quantum_ms = 1
+"#,
+    )
+    .unwrap();
+    let exp = d.join("exp");
+    let run = |extra: &[&str]| {
+        let o = bin()
+            .env("CACHESCHED_RUNS", d.join("runs"))
+            .args(["reproduce", "casc", "--experiments", exp.to_str().unwrap()])
+            .args(["--out", d.join("out").to_str().unwrap(), "--jobs", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{extra:?}: {err}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    // nothing cached: 3 runs at 40 ms each, bounded
+    let plan = run(&["--plan"]);
+    assert!(
+        plan.contains("| casc/turns | 3 | 0 | 3 | 0 of 0 | 0.1 |"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("3 of the runs to make end their window"),
+        "{plan}"
+    );
+    // seed 1 made: the other two at its length, well under 40 ms each
+    run(&["--seeds", "1"]);
+    let plan = run(&["--plan"]);
+    assert!(
+        plan.contains("| casc/turns | 3 | 1 | 2 | 0 of 0 | 0.0 |"),
+        "{plan}"
+    );
+    assert!(!plan.contains("end their window by their quanta"), "{plan}");
+}
