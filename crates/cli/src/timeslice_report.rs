@@ -1459,6 +1459,18 @@ mod tests {
         std::fs::remove_dir_all(&out).unwrap();
     }
 
+    /// A fixture run of two threads alike but in instructions: "hot" retires `hot`,
+    /// "other" 1,000,000 ([`fixture_run`]).
+    fn hot_and_other(seed: u64, hot: u64) -> RunResult {
+        fixture_run(
+            seed,
+            &[
+                ("hot", hot, 1_000, 1_000_000, 300_000),
+                ("other", 1_000_000, 1_000, 1_000_000, 300_000),
+            ],
+        )
+    }
+
     /// A run of fixture threads `(name, instructions, LLC misses, cycles, memory-stall
     /// cycles)`, each with half of a 1,200 ms window on a CPU.
     fn fixture_run(seed: u64, threads: &[(&str, u64, u64, u64, u64)]) -> RunResult {
@@ -1542,13 +1554,7 @@ mod tests {
                     } else {
                         1_000_000
                     };
-                    fixture_run(
-                        j.seed,
-                        &[
-                            ("hot", hot, 1_000, 1_000_000, 300_000),
-                            ("other", 1_000_000, 1_000, 1_000_000, 300_000),
-                        ],
-                    )
+                    hot_and_other(j.seed, hot)
                 })
                 .collect();
             assert_eq!(runs.len(), 2 * seeds as usize);
@@ -1655,13 +1661,7 @@ mod tests {
                 } else {
                     1_000_000
                 };
-                fixture_run(
-                    j.seed,
-                    &[
-                        ("hot", hot, 1_000, 1_000_000, 300_000),
-                        ("other", 1_000_000, 1_000, 1_000_000, 300_000),
-                    ],
-                )
+                hot_and_other(j.seed, hot)
             })
             .collect();
         assert_eq!(runs.len(), 6);

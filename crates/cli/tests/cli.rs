@@ -738,6 +738,21 @@ policies = [{{ name = "timeslice", slice_ms = {slice} }}]
     assert!(doc.contains("### Across files"), "{doc}");
 }
 
+/// `cachesched reproduce cachefair` of the files under `d/experiments` into `out` on
+/// 2 workers; its standard output.
+fn reproduce_cachefair(d: &std::path::Path, out: &std::path::Path) -> String {
+    run_ok(&[
+        "reproduce",
+        "cachefair",
+        "--jobs",
+        "2",
+        "--experiments",
+        d.join("experiments").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// A scenario of several mixes with the cache-fair analysis: each mix runs on its own
 /// (its own directory), every run ends when the principal's work segment is done, and
 /// the section has the variability table (with a partitioned baseline, §5.5), the
@@ -802,16 +817,7 @@ value = [21, 21]
     );
     std::fs::write(ex.join("tiny.toml"), file).unwrap();
     let out = d.join("out");
-    let said = run_ok(&[
-        "reproduce",
-        "cachefair",
-        "--jobs",
-        "2",
-        "--experiments",
-        d.join("experiments").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let said = reproduce_cachefair(&d, &out);
     assert!(
         said.contains("12 runs of 2 mixes on 2 worker(s), into the run cache"),
         "{said}"
@@ -1426,16 +1432,7 @@ partition = "per-core"
     );
     std::fs::write(ex.join("seq.toml"), file).unwrap();
     let out = d.join("out");
-    let said = run_ok(&[
-        "reproduce",
-        "cachefair",
-        "--jobs",
-        "2",
-        "--experiments",
-        d.join("experiments").to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let said = reproduce_cachefair(&d, &out);
     assert!(
         said.contains("seeds, round 1: 18 runs of 2 mix(es)"),
         "{said}"
