@@ -866,16 +866,16 @@ fn slice_profile_records_cold_starts_and_off_cpu_fills() {
 /// `stop_after_quanta` ends the measured window at the dispatch that begins the last
 /// thread's required slice, or at the window's floor if that comes later; a run with
 /// threads that never reach the count runs to its duration. Four threads share one CPU
-/// in 5 ms quanta (20 ms rounds): three quanta each end the window in about three
-/// rounds, not at the 250 ms duration. Fails if the run does not stop, stops before
+/// in 1 ms quanta (4 ms rounds): three quanta each end the window in about three
+/// rounds, not at the 50 ms duration. Fails if the run does not stop, stops before
 /// every thread began its third slice, or ignores the floor.
 #[test]
 fn a_window_can_end_by_its_quanta() {
-    let mut c = cfg("core2-4m", "gzip:4", 250.0);
+    let mut c = cfg("core2-4m", "gzip:4", 50.0);
     c.threads[0].cpus = Some(vec![0]);
     c.kernel.baseline = Baseline::Fx;
-    c.kernel.fx_quantum_ms = Some(5.0);
-    c.warmup_ms = 10.0;
+    c.kernel.fx_quantum_ms = Some(1.0);
+    c.warmup_ms = 2.0;
     c.stop_after_quanta = Some(QuantaStop {
         quanta: 3,
         min_ms: 0.0,
@@ -890,8 +890,8 @@ fn a_window_can_end_by_its_quanta() {
     );
     // the last thread's third slice begins after two full rounds and at most a third
     assert!(
-        (40.0..=62.0).contains(&r.measured_ms),
-        "window {} ms for three 5 ms quanta of four threads",
+        (8.0..=12.4).contains(&r.measured_ms),
+        "window {} ms for three 1 ms quanta of four threads",
         r.measured_ms
     );
     // the same again: the stop is deterministic
@@ -900,12 +900,12 @@ fn a_window_can_end_by_its_quanta() {
     // next dispatch: the floor's own instant)
     c.stop_after_quanta = Some(QuantaStop {
         quanta: 3,
-        min_ms: 150.0,
+        min_ms: 30.0,
     });
     let f = simulate(&c).unwrap();
     assert!(
-        (f.measured_ms - 150.0).abs() < 0.01,
-        "window {} ms with a 150 ms floor",
+        (f.measured_ms - 30.0).abs() < 0.01,
+        "window {} ms with a 30 ms floor",
         f.measured_ms
     );
     assert!(f.threads.iter().all(|t| t.slices >= 7));
@@ -915,11 +915,11 @@ fn a_window_can_end_by_its_quanta() {
         min_ms: 0.0,
     });
     let l = simulate(&c).unwrap();
-    assert!((l.measured_ms - 240.0).abs() < 0.01, "{}", l.measured_ms);
+    assert!((l.measured_ms - 48.0).abs() < 0.01, "{}", l.measured_ms);
     // a floor past the run's end is refused, naming the setting
     c.stop_after_quanta = Some(QuantaStop {
         quanta: 3,
-        min_ms: 245.0,
+        min_ms: 49.0,
     });
     let e = simulate(&c).unwrap_err().to_string();
     assert!(e.contains("stop_after_quanta.min_ms"), "{e}");
