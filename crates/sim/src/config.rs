@@ -687,7 +687,7 @@ pub struct SimConfig {
     /// (and the window has lasted `min_ms`), before `duration_ms` if they all do
     /// (default: none, the window runs to `duration_ms`): a window sized to the run's
     /// own quanta, so that a run of short slices is not simulated as long as one of
-    /// long slices. Needs a warm-up (the window's start).
+    /// long slices. The window starts when the warm-up ends (at 0 without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_after_quanta: Option<QuantaStop>,
     /// The seed that drives everything (default 1).

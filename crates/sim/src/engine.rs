@@ -858,14 +858,7 @@ impl Simulation {
                 // run ends here
                 self.end = at.max(1);
             }
-            Timer::WindowFloor => {
-                if let Some((left, floor)) = self.k.quanta_left.as_mut() {
-                    *floor = true;
-                    if *left == 0 {
-                        self.k.add_timer(at, Timer::Stop);
-                    }
-                }
-            }
+            Timer::WindowFloor => self.k.quanta_floor_reached(at),
             Timer::SliceBin(t, g) => self.k.profile_bin(t, g, at),
             Timer::WarmupEnd => {
                 self.snapshot_totals(at);

@@ -155,20 +155,32 @@ impl Kernel {
             .iter()
             .filter(|t| t.state != State::Exited)
             .count();
-        self.quanta_left = Some((left + 1, floor));
-        // counted down to `left` here, stopping at once if no thread is left
-        self.quanta_reached(now);
+        self.quanta_left = Some((left, floor));
+        self.stop_if_quanta_done(now);
     }
 
     /// A thread began its last required slice of the measured window, or exited
-    /// short of it, at `now` ([`crate::config::SimConfig::stop_after_quanta`]): the
-    /// run stops when none is left and the window has lasted its floor.
+    /// short of it, at `now` ([`crate::config::SimConfig::stop_after_quanta`]).
     pub(crate) fn quanta_reached(&mut self, now: u64) {
-        if let Some((left, floor)) = self.quanta_left.as_mut() {
+        if let Some((left, _)) = self.quanta_left.as_mut() {
             *left = left.saturating_sub(1);
-            if *left == 0 && *floor {
-                self.add_timer(now, Timer::Stop);
-            }
+        }
+        self.stop_if_quanta_done(now);
+    }
+
+    /// The measured window has lasted its floor at `now`.
+    pub(crate) fn quanta_floor_reached(&mut self, now: u64) {
+        if let Some((_, floor)) = self.quanta_left.as_mut() {
+            *floor = true;
+        }
+        self.stop_if_quanta_done(now);
+    }
+
+    /// Stops the run at `now` once the window is open, no thread is left short of its
+    /// quanta and the window has lasted its floor.
+    fn stop_if_quanta_done(&mut self, now: u64) {
+        if self.quanta_left == Some((0, true)) {
+            self.add_timer(now, Timer::Stop);
         }
     }
 }
