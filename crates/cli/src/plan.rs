@@ -13,7 +13,7 @@
 use crate::experiment::Planned;
 use anyhow::{Context, Result};
 use cachesched_sim::SimConfig;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 /// Simulated milliseconds of a calibration run: long enough for the per-run set-up to
@@ -77,11 +77,13 @@ fn calibrate(cfg: &SimConfig) -> Result<f64> {
 
 /// The costs of `files` (each `PAPER/FILE` with its planned mixes), counting the jobs
 /// `keep` accepts, and the first pending configuration of each machine (to calibrate
-/// on), added to `probes`.
+/// on), added to `probes`; `lengths` keeps [`sibling_ms`] of each configuration, so
+/// that a second plan of the same files reads no cached run again.
 fn costs(
     files: &[(String, &[Planned])],
     keep: &dyn Fn(&Planned, &crate::experiment::Job) -> bool,
     probes: &mut BTreeMap<String, SimConfig>,
+    lengths: &mut HashMap<u64, Option<f64>>,
 ) -> Result<Vec<FileCost>> {
     let mut seen = HashSet::new();
     let mut seen_solo = HashSet::new();
@@ -98,13 +100,24 @@ fn costs(
         let mut pending = |cfg: &SimConfig, fc: &mut FileCost| -> Result<()> {
             let m = machine_of(cfg)?;
             let ms = match cfg.stop_after_quanta {
-                Some(_) => match sibling_ms(cfg)? {
-                    Some(ms) => ms,
-                    None => {
+                Some(_) => {
+                    let any_seed = crate::cache::config_key(&SimConfig {
+                        seed: 0,
+                        ..cfg.clone()
+                    })?;
+                    let known = match lengths.get(&any_seed) {
+                        Some(&l) => l,
+                        None => {
+                            let l = sibling_ms(cfg)?;
+                            lengths.insert(any_seed, l);
+                            l
+                        }
+                    };
+                    known.unwrap_or_else(|| {
                         fc.bounded += 1;
                         cfg.duration_ms
-                    }
-                },
+                    })
+                }
                 None => cfg.duration_ms,
             };
             *fc.pending_s.entry(m.clone()).or_default() += ms / 1e3;
@@ -153,11 +166,12 @@ fn costs(
 const SIBLING_SEEDS: u64 = 10;
 
 /// The simulated ms of a run of `cfg` whose window ends by its quanta, from the runs of
-/// the same configuration with other seeds (1 to [`SIBLING_SEEDS`]) that the run cache
-/// holds: their mean length (warm-up included); `None` if it holds none.
+/// the same configuration with seeds 1 to [`SIBLING_SEEDS`] that the run cache holds
+/// (its own seed's is not, or it would not be made): their mean length (warm-up
+/// included); `None` if it holds none.
 fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
     let mut lens = Vec::new();
-    for seed in (1..=SIBLING_SEEDS).filter(|&s| s != cfg.seed) {
+    for seed in 1..=SIBLING_SEEDS {
         let k = crate::cache::config_key(&SimConfig {
             seed,
             ..cfg.clone()
@@ -194,8 +208,9 @@ fn span<T: PartialEq + std::fmt::Display>(a: T, b: T) -> String {
 /// seed), as `min–max` where they differ.
 pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
     let mut probes: BTreeMap<String, SimConfig> = BTreeMap::new();
-    let most = costs(files, &|_, _| true, &mut probes)?;
-    let least = costs(files, &at_minimum, &mut probes)?;
+    let mut lengths = HashMap::new();
+    let most = costs(files, &|_, _| true, &mut probes, &mut lengths)?;
+    let least = costs(files, &at_minimum, &mut probes, &mut lengths)?;
     let mut rate = BTreeMap::new();
     if !probes.is_empty() {
         println!(
