@@ -753,6 +753,35 @@ fn reproduce_cachefair(d: &std::path::Path, out: &std::path::Path) -> String {
     ])
 }
 
+/// The cache-fair paper's fast and slow schedule of gzip as two mixes of a scenario
+/// file: gzip (a cache-fair principal with a work segment) with vpr, vpr and crafty,
+/// and with art, mcf and gcc; with `best_effort`, the third co-runner of each is of the
+/// best-effort class.
+fn cachefair_mixes(best_effort: bool) -> String {
+    let principal = r#"{ profile = "gzip", class = "cache-fair", start_jitter_ms = 2, segment = { start_instructions = 6_000_000, instructions = 3_000_000 } }"#;
+    let other =
+        |p: &str, class: &str| format!(r#"{{ profile = "{p}", start_jitter_ms = 2{class} }}"#);
+    let last = if best_effort {
+        r#", class = "best-effort""#
+    } else {
+        ""
+    };
+    [
+        ("gzip-fast", ["vpr", "vpr", "crafty"]),
+        ("gzip-slow", ["art", "mcf", "gcc"]),
+    ]
+    .iter()
+    .map(|(label, [a, b, c])| {
+        format!(
+            "[[mixes]]\nlabel = \"{label}\"\nthreads = [{principal}, {}, {}, {}]\n\n",
+            other(a, ""),
+            other(b, ""),
+            other(c, last)
+        )
+    })
+    .collect()
+}
+
 /// A scenario of several mixes with the cache-fair analysis: each mix runs on its own
 /// (its own directory), every run ends when the principal's work segment is done, and
 /// the section has the variability table (with a partitioned baseline, §5.5), the
@@ -766,17 +795,6 @@ fn reproduce_cachefair_analyses_fast_and_slow_mixes() {
     let d = tmp("cachefair-mixes");
     let ex = d.join("experiments").join("cachefair");
     std::fs::create_dir_all(&ex).unwrap();
-    let principal = r#"{ profile = "gzip", class = "cache-fair", start_jitter_ms = 2, segment = { start_instructions = 6_000_000, instructions = 3_000_000 } }"#;
-    let other =
-        |p: &str, class: &str| format!(r#"{{ profile = "{p}", start_jitter_ms = 2{class} }}"#);
-    let mix = |label: &str, a: &str, b: &str, c: &str| {
-        format!(
-            "[[mixes]]\nlabel = \"{label}\"\nthreads = [{principal}, {}, {}, {}]\n\n",
-            other(a, ""),
-            other(b, ""),
-            other(c, r#", class = "best-effort""#)
-        )
-    };
     let file = format!(
         r#"name = "cf-tiny"
 description = "tiny"
@@ -811,9 +829,8 @@ variant = "fx"
 program = "gzip"
 value = [21, 21]
 
-{}{}"#,
-        mix("gzip-fast", "vpr", "vpr", "crafty"),
-        mix("gzip-slow", "art", "mcf", "gcc")
+{}"#,
+        cachefair_mixes(true)
     );
     std::fs::write(ex.join("tiny.toml"), file).unwrap();
     let out = d.join("out");
@@ -1392,16 +1409,6 @@ fn reproduce_adds_seeds_per_mix_and_the_mixes_analysis_takes_ragged_seeds() {
     let d = tmp("seq-seeds-mixes");
     let ex = d.join("experiments").join("cachefair");
     std::fs::create_dir_all(&ex).unwrap();
-    let principal = r#"{ profile = "gzip", class = "cache-fair", start_jitter_ms = 2, segment = { start_instructions = 6_000_000, instructions = 3_000_000 } }"#;
-    let other = |p: &str| format!(r#"{{ profile = "{p}", start_jitter_ms = 2 }}"#);
-    let mix = |label: &str, a: &str, b: &str, c: &str| {
-        format!(
-            "[[mixes]]\nlabel = \"{label}\"\nthreads = [{principal}, {}, {}, {}]\n\n",
-            other(a),
-            other(b),
-            other(c)
-        )
-    };
     let file = format!(
         r#"name = "cf-seq"
 machine = "t1-dual"
@@ -1426,9 +1433,8 @@ label = "fx-same"
 label = "fx-part"
 partition = "per-core"
 
-{}{}"#,
-        mix("gzip-fast", "vpr", "vpr", "crafty"),
-        mix("gzip-slow", "art", "mcf", "gcc")
+{}"#,
+        cachefair_mixes(false)
     );
     std::fs::write(ex.join("seq.toml"), file).unwrap();
     let out = d.join("out");
