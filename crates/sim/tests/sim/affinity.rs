@@ -19,6 +19,7 @@ fn run(threads: Vec<ThreadGroup>, affinity: bool, ms: f64) -> RunResult {
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn homes_keep_working_sets_warm_and_load_balanced() {
     // 6 threads with 1-2 MB working sets on 2 x 4 MB L2: they fit if they stay home
     let mut sleepy = cachesched_sim::workload::profile("large").unwrap();
@@ -108,6 +109,7 @@ fn main_ipc(r: &RunResult) -> f64 {
 /// Fails if binding stops mattering on the unicore multiprocessor, or L1 affinity
 /// starts mattering as much.
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn l2_affinity_matters_across_chips_and_l1_affinity_does_not() {
     let mut k = KernelConfig {
         baseline: Baseline::Ts,

@@ -150,11 +150,13 @@ fn compensates(baseline: Baseline, weights: bool) {
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn slices_compensate_on_the_fixed_priority_class() {
     compensates(Baseline::Fx, false);
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn weights_compensate_on_the_cfs_class() {
     compensates(Baseline::Cfs, true);
 }
@@ -266,6 +268,7 @@ fn segment_run(slow: bool, policy: Option<CacheFairConfig>, seed: u64) -> (f64, 
 /// changes the fast schedule (no co-runner takes any L2 there: nothing to correct) by
 /// more than 2%.
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn cache_fair_reduces_co_runner_variability() {
     for seed in 1..=3 {
         let cf = || Some(config(Mechanism::Auto, 0.5));
@@ -300,6 +303,7 @@ fn cache_fair_reduces_co_runner_variability() {
 /// rate 1.07e-2 after the change. Fails if the change goes undetected or is seen twice,
 /// or if the second reconnaissance does not complete with a new model.
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn a_phase_change_starts_a_new_reconnaissance() {
     for seed in 1..=3 {
         let mut threads = mix();

@@ -57,6 +57,7 @@ fn mean_pcmr(r: &RunResult, name: &str) -> f64 {
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn casc_finds_the_greedy_threads_and_cuts_misses() {
     let (warm, ms) = (700.0, 1100.0);
     let base = run(mechanism_mix(), None, warm, ms);
@@ -161,6 +162,7 @@ fn fewer_threads_than_contexts_change_nothing() {
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn identical_threads_do_no_harm() {
     let threads = vec![ThreadGroup::of("twolf", 12)];
     let base = run(threads.clone(), None, 300.0, 500.0);
@@ -171,6 +173,7 @@ fn identical_threads_do_no_harm() {
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn late_arrivals_are_measured_and_exits_rebucketize() {
     let mut threads = casc_mix();
     // two more art threads arrive after the initial measurement
@@ -196,6 +199,7 @@ fn late_arrivals_are_measured_and_exits_rebucketize() {
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn a_phase_change_triggers_remeasurement() {
     // six twolf-like threads turn mcf-like (pointer chasing) after 120 M instructions,
     // well after every PCMR is known

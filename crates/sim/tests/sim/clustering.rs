@@ -87,6 +87,7 @@ fn colocated(r: &RunResult) -> f64 {
 /// halve the remote-stall cycles per instruction of the measured window against the
 /// default (the hand placement removes them entirely), or costs throughput.
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn groups_are_found_and_remote_stalls_fall_across_seeds() {
     let results: Vec<(u64, RunResult, RunResult)> = std::thread::scope(|s| {
         let hs: Vec<_> = (1..=3u64)
@@ -202,6 +203,7 @@ fn quiet_without_sharing() {
 /// per sample, and the run does measurably less work than the same run with free
 /// samples. Fails if the cost is not charged (no loss) or charged to no one.
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn sample_cost_is_charged() {
     let run = |cost: u64| {
         let mut c = config(scoreboard(None), 1, 0.0, 30.0);

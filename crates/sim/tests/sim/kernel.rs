@@ -447,6 +447,7 @@ impl Policy for GroupsOnChips {
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn server_workloads_share_within_groups() {
     let mut c = SimConfig::new(
         "power5-2x2x2",

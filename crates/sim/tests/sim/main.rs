@@ -14,6 +14,7 @@ mod fuzz_parsers;
 mod golden;
 mod kernel;
 mod multiprogram;
+mod slow_tier;
 mod solaris;
 mod timeslice;
 mod timing;

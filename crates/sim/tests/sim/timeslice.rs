@@ -81,11 +81,13 @@ fn aggregated_slices_gain_then_saturate_and_cut_llc_misses_seed_1() {
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn aggregated_slices_gain_then_saturate_and_cut_llc_misses_seed_2() {
     gain_then_saturate_and_cut_llc_misses(2);
 }
 
 #[test]
+#[ignore = "slow tier (see slow_tier.rs): cargo test --release -p cachesched-sim --test sim -- --ignored"]
 fn aggregated_slices_gain_then_saturate_and_cut_llc_misses_seed_3() {
     gain_then_saturate_and_cut_llc_misses(3);
 }
