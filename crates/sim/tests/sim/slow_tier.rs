@@ -1,8 +1,8 @@
 //! The slow tier: the tests that reproduce a paper's effect over several seeds or long
 //! windows (one to four minutes each in the test profile, two thirds of this binary's
 //! time; where a paper's effect is checked seed by seed, the first seed stays in the
-//! default tier) are `#[ignore]`d, so that the default test command stays within the project's CI
-//! budget, and run on demand:
+//! default tier) are `#[ignore]`d, so that the default test command stays within the
+//! project's CI budget, and run on demand:
 //!
 //! ```sh
 //! cargo test --release -p cachesched-sim --test sim -- --ignored
