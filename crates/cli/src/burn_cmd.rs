@@ -70,6 +70,11 @@ pub struct BurnArgs {
     /// `run_profile`; 50 to 1,000,000 (memory work only).
     #[arg(long, value_name = "US")]
     profile_bin_us: Option<u64>,
+    /// Besides the working threads, start a new thread every this many milliseconds
+    /// (at most 4,096 in all) that sleeps until the end: a program whose threads come
+    /// and go while `cachesched run` manages it (default: none).
+    #[arg(long, value_name = "MS")]
+    spawn_every_ms: Option<u64>,
 }
 
 /// The work a thread does.
@@ -374,6 +379,9 @@ pub fn run(a: BurnArgs) -> Result<()> {
     if a.threads == 0 || a.work_us == 0 {
         bail!("--threads and --work-us must be at least 1");
     }
+    if a.spawn_every_ms == Some(0) {
+        bail!("--spawn-every-ms must be at least 1");
+    }
     if a.threads > MAX_BURN_THREADS {
         bail!(
             "--threads {} is too many: burn starts at most {MAX_BURN_THREADS} threads",
@@ -457,6 +465,20 @@ pub fn run(a: BurnArgs) -> Result<()> {
     std::thread::sleep(Duration::from_millis(a.delay_ms));
     start.set(Instant::now()).expect("set once");
     barrier.wait();
+    let until = *start.get().expect("set above") + limit;
+    let mut spawned = Vec::new();
+    if let Some(every) = a.spawn_every_ms {
+        while Instant::now() < until && spawned.len() < MAX_BURN_THREADS {
+            let h = std::thread::Builder::new()
+                .spawn(move || std::thread::sleep(until.saturating_duration_since(Instant::now())))
+                .context("could not start a sleeping thread for --spawn-every-ms (ulimit -u)")?;
+            spawned.push(h);
+            std::thread::sleep(Duration::from_millis(every));
+        }
+    }
+    for h in spawned {
+        h.join().expect("a sleeping thread cannot panic");
+    }
     let mut rounds = 0;
     for h in handles {
         let (n, r) = h.join().expect("burn thread panicked")?;

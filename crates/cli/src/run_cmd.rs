@@ -6,7 +6,7 @@ use cachesched_core::ThreadClass;
 use cachesched_linux::classes::ClassRule;
 use cachesched_linux::daemon::{self, Daemon, DaemonConfig, StatsRecord, Target};
 use cachesched_linux::process::{self, exit_code, reap};
-use cachesched_linux::sched;
+use cachesched_linux::{journal, sched};
 use cachesched_policies::{build_policy, Chain, PolicySpec};
 use clap::Args;
 use serde::Serialize;
@@ -115,6 +115,10 @@ enum Record<'a> {
         stats: &'a StatsRecord,
         restored: usize,
         gone: usize,
+        /// Settings the program changed itself after cachesched did: left as it set them.
+        kept: usize,
+        /// Threads still being created when the stop gave up rescanning.
+        unsettled: usize,
         failed: usize,
         exit_code: i32,
         stopped_by: &'a str,
@@ -393,11 +397,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         "stopped ({stopped_by}); restored the settings of {} thread(s), {} had exited{}",
         rep.restored,
         rep.gone,
-        if rep.failed.is_empty() {
-            String::new()
-        } else {
-            format!(", {} FAILED", rep.failed.len())
-        }
+        restore_notes(&rep)
     );
     for (tid, e) in &rep.failed {
         eprintln!("  thread {tid}: {e}");
@@ -419,6 +419,8 @@ pub fn run(a: RunArgs) -> Result<i32> {
         stats: &last,
         restored: rep.restored,
         gone: rep.gone,
+        kept: rep.kept,
+        unsettled: rep.unsettled,
         failed: rep.failed.len(),
         exit_code: code,
         stopped_by: &stopped_by,
@@ -440,11 +442,34 @@ pub struct RestoreArgs {
     file: PathBuf,
 }
 
+/// What a restore left, after its counts: settings the program had changed itself,
+/// threads a stop could not wait for, failures.
+fn restore_notes(rep: &journal::RestoreReport) -> String {
+    let mut s = String::new();
+    if rep.kept > 0 {
+        s += &format!(
+            "; {} setting(s) the program had changed itself were left as it set them",
+            rep.kept
+        );
+    }
+    if rep.unsettled > 0 {
+        s += &format!(
+            "; {} thread(s) were still being created after {} rescans and may keep inherited settings",
+            rep.unsettled,
+            daemon::Daemon::STOP_RESCANS
+        );
+    }
+    if !rep.failed.is_empty() {
+        s += &format!(", {} FAILED", rep.failed.len());
+    }
+    s
+}
+
 /// `cachesched restore`.
 pub fn restore(a: RestoreArgs) -> Result<i32> {
-    let r = sched::restore_file(&a.file)?;
+    let r = journal::restore_file(&a.file)?;
     println!(
-        "restored the settings of {} thread(s); {} had exited{}",
+        "restored the settings of {} thread(s); {} had exited{}{}",
         r.report.restored,
         r.report.gone - r.reused,
         if r.reused > 0 {
@@ -454,14 +479,27 @@ pub fn restore(a: RestoreArgs) -> Result<i32> {
             )
         } else {
             String::new()
-        }
+        },
+        restore_notes(&r.report)
     );
+    if r.cut_last_line {
+        println!("the last line was cut short (the run was killed writing it, before the change it announced): ignored");
+    }
+    for (line, why) in &r.invalid {
+        eprintln!("  {}:{line}: not a cachesched journal line ({why}); skipped", a.file.display());
+    }
+    for (tid, why) in &r.refused {
+        eprintln!("  thread {tid}: not changed: {why}");
+    }
     for (tid, e) in &r.report.failed {
         eprintln!("  thread {tid}: {e}");
     }
-    if !r.report.failed.is_empty() {
+    let problems = r.invalid.len() + r.refused.len() + r.report.failed.len();
+    if problems > 0 {
         bail!(
-            "{} thread(s) could not be restored; {} is kept",
+            "{} invalid line(s), {} refused entr(ies), {} failure(s): every other entry was restored; {} is kept",
+            r.invalid.len(),
+            r.refused.len(),
             r.report.failed.len(),
             a.file.display()
         );

@@ -1054,3 +1054,92 @@ fn corun_segments_are_built_from_real_threads() {
     assert!((9.0..=15.0).contains(&mean_ms), "segments of {mean_ms} ms");
     kill_all(vec![b]);
 }
+
+/// A clean stop restores the threads created since the last scan: they inherited the
+/// changed settings of the thread that created them (issue 77, item 3). A process starts
+/// a thread every 2 ms while the daemon scans only every 400 ms, so a stop finds about
+/// 200 threads it never saw; every thread of the process has its original settings
+/// after the stop. Fails if the stop restores only the threads it had journalled.
+#[test]
+fn a_clean_stop_restores_threads_born_since_the_last_scan() {
+    let _g = serial();
+    let c = bin()
+        .args(["burn", "--threads", "1", "--ms", "20000", "--spawn-every-ms", "2"])
+        .args(["--work-us", "1000", "--sleep-us", "9000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = c.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    let before = Settings::read(pid).unwrap();
+    let out = daemon_on(&[pid], &["--scan-ms", "400", "--duration-s", "1.3"])
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let after = settings_of(&[pid]);
+    assert!(after.len() > 300, "the process kept starting threads: {}", after.len());
+    let changed: Vec<_> = after.iter().filter(|(_, s)| **s != before).collect();
+    assert!(
+        changed.is_empty(),
+        "{} of {} threads left changed, e.g. {:?}; {err}",
+        changed.len(),
+        after.len(),
+        changed.first()
+    );
+    kill_all(vec![c]);
+}
+
+/// `restore` applies a journal only to threads of its owner (issue 77, item 1): a
+/// journal written by another user (here uid 65534, as root can arrange) that names
+/// root's thread is refused for that thread, which keeps its settings, and the command
+/// fails naming why and keeps the file. Root itself refuses the same file outright.
+#[test]
+fn restore_refuses_entries_for_threads_of_other_users() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let _g = serial();
+    if libc_geteuid() != 0 {
+        eprintln!("not root: cannot make a file of another user; skipped");
+        return;
+    }
+    let d = tmp("restore-other-user");
+    std::os::unix::fs::chown(&d, Some(65534), Some(65534)).unwrap();
+    let b = burner(1, 30_000);
+    let pid = b.id() as i32;
+    let before = Settings::read(pid).unwrap();
+    let start = procfs::thread_stat(pid, pid).unwrap().starttime;
+    let path = d.join("journal.jsonl");
+    let line = serde_json::json!({
+        "tid": pid, "start": start,
+        "orig": {"affinity": [0], "slice_ns": 0, "nice": -20},
+        "changed": "nice", "set": {"nice": before.nice},
+    });
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    // root: the file is not root's
+    let out = bin().arg("restore").arg(&path).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("belongs to uid 65534"), "{err}");
+    // its owner: the entry names a thread of root
+    let out = bin()
+        .arg("restore")
+        .arg(&path)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("the thread runs as uid 0"), "{err}");
+    assert!(path.exists(), "the journal is kept");
+    assert_eq!(Settings::read(pid).unwrap(), before, "nothing changed");
+    kill_all(vec![b]);
+}
+
+fn libc_geteuid() -> u32 {
+    procfs::thread_uids(std::process::id() as i32)
+        .map(|(_, e)| e)
+        .unwrap_or(u32::MAX)
+}

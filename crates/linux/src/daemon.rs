@@ -55,7 +55,8 @@ use crate::events::EventMap;
 use crate::perf::{self, Counter, PerfError};
 use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
 use crate::sampling::{self, EventSpec, SampledEvent, SamplingError};
-use crate::sched::{Journal, RestoreReport, SchedError, Settings, Tid};
+use crate::journal::{Journal, RestoreReport};
+use crate::sched::{SchedError, Settings, Tid};
 use crate::sysfs::HostTopology;
 use cachesched_core::{
     policy::KernelView, Addr, AddressSample, CounterKind, Counters, CpuId, Cpumask, Ctx, Directive,
@@ -1232,7 +1233,7 @@ impl Daemon {
                     }
                     let res = match slice {
                         Some(s) => self.journal.set_slice(tid, Some(s.0)),
-                        None => self.journal.restore_slice(tid),
+                        None => self.journal.restore_slice(tid).map(|_| ()),
                     };
                     (tid, Setting::Slice, res)
                 }
@@ -1303,7 +1304,7 @@ impl Daemon {
         let tr = &self.state.threads[&tid];
         let (policy_nice, boosted) = (tr.policy_nice, tr.boosted);
         if policy_nice.is_none() && !boosted {
-            return self.journal.restore_nice(tid);
+            return self.journal.restore_nice(tid).map(|_| ());
         }
         let base = match policy_nice {
             Some(n) => n,
@@ -1513,33 +1514,13 @@ impl Daemon {
                 return Ok(false);
             }
         };
-        // a thread created after the start was created by a managed thread of its
-        // process (or, for a new process, of its parent): settings cachesched changed
-        // there were inherited, and the creator's originals are its originals
-        let creator = match self.procs.get(&pid) {
-            _ if self.initial_scan => None,
-            Some(p) => match &p.template {
-                Some(t) => Some((t.clone(), p.touched)),
-                None => p.inherited.clone(),
-            },
-            None => None,
+        let orig = match self.track_new(tid, pid, &actual, stat.starttime) {
+            Ok(o) => o,
+            Err(SchedError::Gone { .. }) => return Ok(false),
+            Err(e) => return Err(DaemonError::Journal(e)),
         };
-        let orig = match creator {
-            Some((tpl, touched)) => touched.original(&tpl, actual),
-            None => actual,
-        };
-        if let Some(p) = self.procs.get_mut(&pid) {
-            if p.template.is_none() {
-                p.template = Some(orig.clone());
-                if let Some((_, touched)) = p.inherited {
-                    // what the creator had changed, this process carries too
-                    p.touched = touched;
-                }
-            }
-        }
         let mask = self.state.dense_mask(&orig.affinity);
         let orig_nice = orig.nice;
-        self.journal.track_started(tid, orig, Some(stat.starttime));
         let mut perf = Vec::with_capacity(self.state.kinds.len());
         for k in self.state.kinds.clone() {
             match Counter::open_mapped(tid, k, &self.config.counter_events) {
@@ -1609,6 +1590,92 @@ impl Daemon {
         self.totals.started += 1;
         self.hook(|p, ctx| p.thread_started(ctx, ThreadId(tid as u32)))?;
         Ok(true)
+    }
+
+    /// Journals a thread seen for the first time, which has `actual` settings now, and
+    /// returns its originals. A thread created after the start was created by a managed
+    /// thread of its process (or, for a new process, of its parent): settings
+    /// cachesched changed there were inherited, so the creator's originals are its
+    /// originals, and the inherited values are journalled as changes to undo.
+    fn track_new(
+        &mut self,
+        tid: Tid,
+        pid: Pid,
+        actual: &Settings,
+        start: u64,
+    ) -> Result<Settings, SchedError> {
+        let creator = match self.procs.get(&pid) {
+            _ if self.initial_scan => None,
+            Some(p) => match &p.template {
+                Some(t) => Some((t.clone(), p.touched)),
+                None => p.inherited.clone(),
+            },
+            None => None,
+        };
+        let orig = match creator {
+            Some((tpl, touched)) => touched.original(&tpl, actual.clone()),
+            None => actual.clone(),
+        };
+        if let Some(p) = self.procs.get_mut(&pid) {
+            if p.template.is_none() {
+                p.template = Some(orig.clone());
+                if let Some((_, touched)) = p.inherited {
+                    // what the creator had changed, this process carries too
+                    p.touched = touched;
+                }
+            }
+        }
+        self.journal
+            .track_inherited(tid, orig.clone(), Some(start), actual)?;
+        Ok(orig)
+    }
+
+    /// At a stop, after the policy's last change: threads created since the last scan
+    /// carry the settings they inherited, and a thread created while its creator was
+    /// being restored may too. Rescans until a scan finds no thread it has not seen,
+    /// journalling each new one's inherited settings (no policy hears of it) and
+    /// restoring them; a process that creates threads faster than a scan ends is cut
+    /// off after [`Daemon::STOP_RESCANS`] rounds, which the report's `unsettled` says.
+    fn restore_with_newcomers(&mut self) -> RestoreReport {
+        let mut rep = self.journal.restore_all_keeping_file();
+        let mut seen: BTreeSet<Tid> = self.state.threads.keys().copied().collect();
+        for round in 0..=Self::STOP_RESCANS {
+            // the leader's counts may look unchanged while threads came and went
+            self.last_pid = None;
+            let now = match self.current() {
+                Ok(Some(now)) => now,
+                Ok(None) => break,
+                Err(_) => break,
+            };
+            let new: Vec<(Tid, Pid)> = now
+                .into_iter()
+                .filter(|(t, _)| !seen.contains(t))
+                .collect();
+            if new.is_empty() {
+                break;
+            }
+            if round == Self::STOP_RESCANS {
+                rep.unsettled = new.len();
+                break;
+            }
+            for (tid, pid) in new {
+                seen.insert(tid);
+                let (Ok(st), Ok(actual)) = (procfs::thread_stat(pid, tid), Settings::read(tid))
+                else {
+                    continue;
+                };
+                if let Err(e) = self.track_new(tid, pid, &actual, st.starttime) {
+                    if !matches!(e, SchedError::Gone { .. }) {
+                        rep.failed.push((tid, e));
+                    }
+                }
+            }
+            rep.add(self.journal.restore_all_keeping_file());
+        }
+        if rep.failed.is_empty() {
+            self.journal.remove_file();
+        }
+        rep
     }
 
     /// Re-reads every thread's state (runnable, last CPU); a thread found exited is
@@ -1738,8 +1805,11 @@ impl Daemon {
 
     fn restore(&mut self) -> RestoreReport {
         self.finished = true;
-        self.journal.restore_all()
+        self.restore_with_newcomers()
     }
+
+    /// How many times a stop rescans for threads created meanwhile.
+    pub const STOP_RESCANS: usize = 20;
 }
 
 impl Drop for Daemon {

@@ -3,8 +3,8 @@
 //! It provides the host topology read from sysfs ([`sysfs`]), processes and threads
 //! from `/proc` ([`procfs`]), per-thread counters through `perf_event_open` ([`perf`]),
 //! data-address sampling through its ring buffer ([`sampling`]),
-//! per-thread scheduling controls (sched_setaffinity, sched_setattr slices, setpriority)
-//! behind a journal that restores them ([`sched`]), thread classes assigned by rules
+//! per-thread scheduling controls (sched_setaffinity, sched_setattr slices, setpriority:
+//! [`sched`]) behind a journal that restores them ([`journal`]), thread classes assigned by rules
 //! ([`classes`]), and the daemon that runs a policy on real threads with all of these
 //! ([`daemon`]).
 
@@ -12,6 +12,7 @@ pub mod classes;
 pub mod corun;
 pub mod daemon;
 pub mod events;
+pub mod journal;
 pub mod mmap;
 pub mod perf;
 pub mod process;

@@ -239,6 +239,20 @@ pub fn tgid_of(tid: i32) -> Result<Pid, ProcError> {
         .ok_or_else(|| malformed(&path, &s))
 }
 
+/// A thread's real and effective user ids, from `/proc/TID/status`.
+pub fn thread_uids(tid: i32) -> Result<(u32, u32), ProcError> {
+    let path = PathBuf::from(format!("/proc/{tid}/status"));
+    let s = read(&path)?;
+    let mut ids = status_field(&s, "Uid")
+        .unwrap_or("")
+        .split_whitespace()
+        .map(|v| v.parse::<u32>().ok());
+    match (ids.next().flatten(), ids.next().flatten()) {
+        (Some(real), Some(effective)) => Ok((real, effective)),
+        _ => Err(malformed(&path, &s)),
+    }
+}
+
 fn status_field<'a>(s: &'a str, key: &str) -> Option<&'a str> {
     s.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
