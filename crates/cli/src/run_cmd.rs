@@ -371,7 +371,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
                 let rec = d.stats();
                 eprintln!("{}", rec.line());
                 emit(&Record::Stats(&rec))?;
-                next_stats = Some(t + p);
+                // the next line one period after this one, never a burst after a stall
+                // (SIGSTOP, a suspended host)
+                next_stats = Some((t + p).max(Instant::now()));
             }
         }
         for w in d.take_warnings() {

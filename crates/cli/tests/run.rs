@@ -4,7 +4,7 @@
 //! affinity). The tests serialise on a lock: they measure the kernel's scheduling of
 //! CPU-bound processes, which other tests running at the same time would disturb.
 
-use cachesched_linux::process::{send, SIGKILL};
+use cachesched_linux::process::{send, SIGKILL, SIGTERM};
 use cachesched_linux::sched::{self, Settings};
 use cachesched_linux::{procfs, read_host_topology};
 use serde_json::Value;
@@ -1142,4 +1142,39 @@ fn libc_geteuid() -> u32 {
     procfs::thread_uids(std::process::id() as i32)
         .map(|(_, e)| e)
         .unwrap_or(u32::MAX)
+}
+
+/// A second daemon on a managed process refuses to start, naming the first (issue 77,
+/// item 2): had it started, it would have recorded the first one's changes as the
+/// originals and put them back for good when it stopped. After the first stops, every
+/// thread has its original settings. Fails if the second daemon starts.
+#[test]
+fn a_second_daemon_on_a_managed_process_refuses() {
+    let _g = serial();
+    let b = burner(2, 30_000);
+    let pid = b.id() as i32;
+    let before = settings_of(&[pid]);
+    let first = daemon_on(&[pid], &[]);
+    await_directives(&[pid], 30, 7);
+    let out = bin()
+        .args(["run", "--policy", "demo:slice_ms=10,nice=3", "--pid"])
+        .arg(pid.to_string())
+        .args(["--duration-s", "0.5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the second daemon ran: {err}");
+    assert!(
+        err.contains(&format!(
+            "already managed by another cachesched daemon (pid {}",
+            first.id()
+        )),
+        "{err}"
+    );
+    await_directives(&[pid], 30, 7);
+    send(first.id() as i32, SIGTERM);
+    let out = wait(first, 10);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(settings_of(&[pid]), before);
+    kill_all(vec![b]);
 }

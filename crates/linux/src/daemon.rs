@@ -55,6 +55,7 @@ use crate::events::EventMap;
 use crate::perf::{self, Counter, PerfError};
 use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
 use crate::sampling::{self, EventSpec, SampledEvent, SamplingError};
+use crate::claim::{claim, Claim, ClaimError};
 use crate::journal::{Journal, RestoreReport};
 use crate::sched::{SchedError, Settings, Tid};
 use crate::sysfs::HostTopology;
@@ -263,6 +264,9 @@ pub enum DaemonError {
     /// The journal file cannot be created.
     #[error(transparent)]
     Journal(SchedError),
+    /// A process is managed by another daemon, or cannot be claimed.
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
     /// Out of file descriptors for counters.
     #[error("cannot open more performance counters ({source}): each managed thread needs {per_thread} descriptor(s); raise the limit with `ulimit -n` or pass --no-stats-counters")]
     TooManyFiles {
@@ -638,6 +642,10 @@ pub struct Daemon {
     target: Target,
     me: Pid,
     procs: BTreeMap<Pid, Proc>,
+    /// This daemon's claims on the processes whose threads it manages.
+    claims: BTreeMap<Pid, Claim>,
+    /// Processes of the target that another daemon manages: left to it.
+    claimed_by_others: BTreeSet<Pid>,
     /// Processes seen and found unmanaged (not re-read while they exist).
     others: BTreeSet<Pid>,
     /// `/proc/loadavg`'s last pid at the previous scan.
@@ -833,6 +841,8 @@ impl Daemon {
             },
             me: std::process::id() as Pid,
             procs,
+            claims: BTreeMap::new(),
+            claimed_by_others: BTreeSet::new(),
             others: BTreeSet::new(),
             last_pid: None,
             loadavg: procfs::LastPid::open().ok(),
@@ -1469,6 +1479,10 @@ impl Daemon {
                 self.started(tid, pid)?;
             }
         }
+        // claims of processes that ended are released
+        let live: BTreeSet<Pid> = now.values().copied().collect();
+        self.claims.retain(|p, _| live.contains(p));
+        self.claimed_by_others.retain(|p| live.contains(p));
         Ok(())
     }
 
@@ -1491,8 +1505,39 @@ impl Daemon {
         Ok(())
     }
 
+    /// Claims process `pid` for this daemon before its first thread is taken over:
+    /// `false` if another daemon manages it (an error at the start, a warning later).
+    fn claim_process(&mut self, pid: Pid) -> Result<bool, DaemonError> {
+        if self.claims.contains_key(&pid) {
+            return Ok(true);
+        }
+        if self.claimed_by_others.contains(&pid) {
+            return Ok(false);
+        }
+        let start = match procfs::process_stat(pid) {
+            Ok(st) => st.starttime,
+            Err(ProcError::Gone { .. }) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        match claim(pid, start) {
+            Ok(c) => {
+                self.claims.insert(pid, c);
+                Ok(true)
+            }
+            Err(e @ ClaimError::Held { .. }) if !self.initial_scan => {
+                self.claimed_by_others.insert(pid);
+                self.warn_once_per(format!("claimed {pid}"), format!("{e}; its threads are left to it"));
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Takes over a new thread; `false` if it vanished first.
     fn started(&mut self, tid: Tid, pid: Pid) -> Result<bool, DaemonError> {
+        if !self.claim_process(pid)? {
+            return Ok(false);
+        }
         let stat_file = match StatFile::open(pid, tid) {
             Ok(f) => f,
             Err(ProcError::Gone { .. }) => return Ok(false),

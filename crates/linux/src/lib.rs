@@ -5,9 +5,10 @@
 //! data-address sampling through its ring buffer ([`sampling`]),
 //! per-thread scheduling controls (sched_setaffinity, sched_setattr slices, setpriority:
 //! [`sched`]) behind a journal that restores them ([`journal`]), thread classes assigned by rules
-//! ([`classes`]), and the daemon that runs a policy on real threads with all of these
+//! ([`classes`]), claims that keep two daemons off one process ([`claim`]), and the daemon that runs a policy on real threads with all of these
 //! ([`daemon`]).
 
+pub mod claim;
 pub mod classes;
 pub mod corun;
 pub mod daemon;

@@ -44,6 +44,9 @@ pub fn send(pid: i32, sig: i32) {
 /// SIGKILL.
 pub const SIGKILL: i32 = libc::SIGKILL;
 
+/// SIGTERM's number, for [`send`].
+pub const SIGTERM: i32 = libc::SIGTERM;
+
 /// The calling thread's id.
 pub fn current_tid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.

@@ -12,16 +12,39 @@ use serde::{Deserialize, Serialize};
 pub struct DemoConfig {
     /// Pin each new thread to one CPU, round robin (default true).
     pub pin: bool,
-    /// Slice to give every thread in milliseconds (default: none, the baseline's).
+    /// Slice to give every thread in milliseconds, 0.1–1,000 (default: none, the
+    /// baseline's).
     pub slice_ms: Option<f64>,
-    /// Tick period in milliseconds (default 10).
+    /// Tick period in milliseconds, 0.1–10,000 (default 10).
     pub tick_ms: f64,
-    /// Nice value to give every thread (default: none, leave it).
+    /// Nice value to give every thread, -20–19 (default: none, leave it).
     pub nice: Option<i32>,
-    /// Nice value to give threads of the cache-fair class instead (default: none).
+    /// Nice value to give threads of the cache-fair class instead, -20–19 (default:
+    /// none).
     pub cache_fair_nice: Option<i32>,
-    /// Nice value to give threads of the best-effort class instead (default: none).
+    /// Nice value to give threads of the best-effort class instead, -20–19 (default:
+    /// none).
     pub best_effort_nice: Option<i32>,
+}
+
+impl DemoConfig {
+    /// Checks every value's range; the error names the key and its range.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(s) = self.slice_ms {
+            crate::within("slice_ms", s, 0.1, 1000.0)?;
+        }
+        crate::within("tick_ms", self.tick_ms, 0.1, 10_000.0)?;
+        for (key, v) in [
+            ("nice", self.nice),
+            ("cache_fair_nice", self.cache_fair_nice),
+            ("best_effort_nice", self.best_effort_nice),
+        ] {
+            if let Some(n) = v {
+                crate::within(key, n as f64, -20.0, 19.0)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for DemoConfig {

@@ -124,7 +124,7 @@ impl PolicySpec {
             PolicySpec::Migrate(c) => c.validate(),
             PolicySpec::ProcessLlc(c) => c.validate(),
             PolicySpec::Timeslice(c) => c.validate(),
-            PolicySpec::Demo(_) => Ok(()),
+            PolicySpec::Demo(c) => c.validate(),
         };
         r.map_err(|reason| PolicyError::BadParameters {
             name: self.name().into(),
@@ -186,6 +186,11 @@ mod tests {
         let e = PolicySpec::parse("demo:bogus=1").unwrap_err().to_string();
         assert!(e.contains("bogus"), "{e}");
         assert!(PolicySpec::parse("demo:slice_ms").is_err());
+        // out of range (issue 77, item 7): a negative slice, a nice value beyond -20–19
+        for bad in ["demo:slice_ms=-1", "demo:nice=40", "demo:tick_ms=0"] {
+            let e = PolicySpec::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("must be between"), "{bad}: {e}");
+        }
         let t = PolicySpec::parse("timeslice:mode=dynamic,slice_ms=30").unwrap();
         assert!(
             matches!(t, PolicySpec::Timeslice(c) if c.mode == crate::timeslice::Mode::Dynamic && c.slice_ms == 30.0)
