@@ -488,7 +488,10 @@ pub fn restore(a: RestoreArgs) -> Result<i32> {
         println!("the last line was cut short (the run was killed writing it, before the change it announced): ignored");
     }
     for (line, why) in &r.invalid {
-        eprintln!("  {}:{line}: not a cachesched journal line ({why}); skipped", a.file.display());
+        eprintln!(
+            "  {}:{line}: not a cachesched journal line ({why}); skipped",
+            a.file.display()
+        );
     }
     for (tid, why) in &r.refused {
         eprintln!("  thread {tid}: not changed: {why}");

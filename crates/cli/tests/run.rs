@@ -1064,7 +1064,15 @@ fn corun_segments_are_built_from_real_threads() {
 fn a_clean_stop_restores_threads_born_since_the_last_scan() {
     let _g = serial();
     let c = bin()
-        .args(["burn", "--threads", "1", "--ms", "20000", "--spawn-every-ms", "2"])
+        .args([
+            "burn",
+            "--threads",
+            "1",
+            "--ms",
+            "20000",
+            "--spawn-every-ms",
+            "2",
+        ])
         .args(["--work-us", "1000", "--sleep-us", "9000"])
         .stdout(Stdio::null())
         .spawn()
@@ -1078,7 +1086,11 @@ fn a_clean_stop_restores_threads_born_since_the_last_scan() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let after = settings_of(&[pid]);
-    assert!(after.len() > 300, "the process kept starting threads: {}", after.len());
+    assert!(
+        after.len() > 300,
+        "the process kept starting threads: {}",
+        after.len()
+    );
     let changed: Vec<_> = after.iter().filter(|(_, s)| **s != before).collect();
     assert!(
         changed.is_empty(),
@@ -1121,7 +1133,10 @@ fn restore_refuses_entries_for_threads_of_other_users() {
     // root: the file is not root's
     let out = bin().arg("restore").arg(&path).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("belongs to uid 65534"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("belongs to uid 65534"),
+        "{err}"
+    );
     // its owner: the entry names a thread of root
     let out = bin()
         .arg("restore")
@@ -1174,7 +1189,11 @@ fn a_second_daemon_on_a_managed_process_refuses() {
     await_directives(&[pid], 30, 7);
     send(first.id() as i32, SIGTERM);
     let out = wait(first, 10);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(settings_of(&[pid]), before);
     kill_all(vec![b]);
 }

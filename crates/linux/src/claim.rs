@@ -66,13 +66,7 @@ fn address(pid: Pid, start: u64) -> (libc::sockaddr_un, libc::socklen_t) {
 
 fn socket(pid: Pid) -> Result<OwnedFd, ClaimError> {
     // SAFETY: plain socket call; the descriptor is owned below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         return Err(ClaimError::Os {
             pid,
@@ -168,7 +162,10 @@ mod tests {
             other => panic!("second claim: {other:?}"),
         }
         let e = claim(pid, start).unwrap_err().to_string();
-        assert!(e.contains("already managed by another cachesched daemon (pid"), "{e}");
+        assert!(
+            e.contains("already managed by another cachesched daemon (pid"),
+            "{e}"
+        );
         // another process, or the same id started at another time: free
         let other = claim(pid, start - 1).unwrap();
         drop(c);

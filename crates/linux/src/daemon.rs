@@ -49,14 +49,14 @@
 //! Threads get their class ([`cachesched_core::ThreadInfo::class`]) from
 //! [`DaemonConfig::classes`] when they are taken over ([`crate::classes`]).
 
+use crate::claim::{claim, Claim, ClaimError};
 use crate::classes::{ClassRule, Classifier};
 use crate::corun::{Sample, SegmentBuilder};
 use crate::events::EventMap;
+use crate::journal::{Journal, RestoreReport};
 use crate::perf::{self, Counter, PerfError};
 use crate::procfs::{self, Pid, ProcError, Stat, StatFile};
 use crate::sampling::{self, EventSpec, SampledEvent, SamplingError};
-use crate::claim::{claim, Claim, ClaimError};
-use crate::journal::{Journal, RestoreReport};
 use crate::sched::{SchedError, Settings, Tid};
 use crate::sysfs::HostTopology;
 use cachesched_core::{
@@ -1182,6 +1182,19 @@ impl Daemon {
             if matches!(d, Directive::SetSamplingPeriod { .. }) && Some(i) != last_period {
                 continue;
             }
+            // the thread the policy means must still be the one its id named: a thread
+            // that exited since the last scan may have left its id to an unrelated
+            // thread (the open stat file fails once its own thread is gone)
+            if let Some(t) = directive_thread(&d) {
+                let same = self
+                    .state
+                    .threads
+                    .get(&t)
+                    .is_some_and(|tr| tr.stat_file.read().is_ok_and(|st| !st.exited()));
+                if !same {
+                    continue;
+                }
+            }
             let (tid, kind, res) = match d {
                 Directive::SetTickPeriod { period } => {
                     self.tick_period = period.filter(|p| p.0 > 0);
@@ -1526,7 +1539,10 @@ impl Daemon {
             }
             Err(e @ ClaimError::Held { .. }) if !self.initial_scan => {
                 self.claimed_by_others.insert(pid);
-                self.warn_once_per(format!("claimed {pid}"), format!("{e}; its threads are left to it"));
+                self.warn_once_per(
+                    format!("claimed {pid}"),
+                    format!("{e}; its threads are left to it"),
+                );
                 Ok(false)
             }
             Err(e) => Err(e.into()),
@@ -1692,10 +1708,7 @@ impl Daemon {
                 Ok(None) => break,
                 Err(_) => break,
             };
-            let new: Vec<(Tid, Pid)> = now
-                .into_iter()
-                .filter(|(t, _)| !seen.contains(t))
-                .collect();
+            let new: Vec<(Tid, Pid)> = now.into_iter().filter(|(t, _)| !seen.contains(t)).collect();
             if new.is_empty() {
                 break;
             }
@@ -1890,6 +1903,17 @@ fn open_samplers(
         }
     }
     (evs, errs)
+}
+
+/// The thread a directive changes, if it changes one.
+fn directive_thread(d: &Directive) -> Option<Tid> {
+    match d {
+        Directive::SetMask { thread, .. }
+        | Directive::SetSlice { thread, .. }
+        | Directive::SetNice { thread, .. }
+        | Directive::Boost { thread, .. } => Some(thread.0 as Tid),
+        _ => None,
+    }
 }
 
 /// Reads a thread's counters into its [`Counters`].

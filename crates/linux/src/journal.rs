@@ -467,7 +467,10 @@ impl Journal {
             text += &(serde_json::to_string(l).expect("plain data") + "\n");
         }
         let (mut file, tmp) = create_beside(&path).map_err(err)?;
-        if let Err(e) = file.write_all(text.as_bytes()).and_then(|_| file.sync_data()) {
+        if let Err(e) = file
+            .write_all(text.as_bytes())
+            .and_then(|_| file.sync_data())
+        {
             let _ = std::fs::remove_file(&tmp);
             return Err(err(e));
         }
@@ -917,7 +920,10 @@ fn parse(bytes: &[u8], out: &mut FileRestoreReport) -> BTreeMap<(Tid, u64), Entr
             Some(v) if v.get(which).any() => e.set.put(which, &v),
             Some(_) => out.invalid.push((
                 i + 1,
-                format!("the line changes '{}' but gives no value for it", line.changed),
+                format!(
+                    "the line changes '{}' but gives no value for it",
+                    line.changed
+                ),
             )),
             None => e.legacy[which as usize] = true,
         }
@@ -940,10 +946,8 @@ mod tests {
     }
 
     fn tmp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "cachesched-journal-{}-{name}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("cachesched-journal-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -973,7 +977,12 @@ mod tests {
         j.set_affinity(tid, &[0]).unwrap();
         assert_eq!(j.set_values(tid).unwrap().affinity, Some(vec![0]));
         let rep = j.restore_all();
-        assert_eq!((rep.restored, rep.gone, rep.kept), (1, 0, 0), "{:?}", rep.failed);
+        assert_eq!(
+            (rep.restored, rep.gone, rep.kept),
+            (1, 0, 0),
+            "{:?}",
+            rep.failed
+        );
         assert_eq!(Settings::read(tid).unwrap(), before);
         assert_eq!(attr(tid).unwrap().policy, before_attr.policy);
         c.kill().unwrap();
@@ -1016,7 +1025,8 @@ mod tests {
         set_nice(tid, before.nice + 4).unwrap();
         let actual = Settings::read(tid).unwrap();
         let mut j = Journal::new();
-        j.track_inherited(tid, before.clone(), None, &actual).unwrap();
+        j.track_inherited(tid, before.clone(), None, &actual)
+            .unwrap();
         assert_eq!(j.changed(), 1);
         assert_eq!(j.original(tid), Some(&before));
         let rep = j.restore_all();
@@ -1086,7 +1096,10 @@ mod tests {
         assert_eq!(r.invalid[0].0, 2);
         assert_eq!(r.report.restored, 1, "both valid entries restored");
         assert_eq!(Settings::read(tid).unwrap(), before);
-        assert!(!r.removed && path.exists(), "kept: not every entry was valid");
+        assert!(
+            !r.removed && path.exists(),
+            "kept: not every entry was valid"
+        );
         std::fs::write(&path, [0u8; 4096]).unwrap();
         let r = restore_file(&path).unwrap();
         assert_eq!((r.invalid.len(), r.removed), (1, false), "{r:?}");
@@ -1118,11 +1131,8 @@ mod tests {
         // writable by others
         let path = dir.join("open");
         std::fs::write(&path, &line).unwrap();
-        std::fs::set_permissions(
-            &path,
-            std::os::unix::fs::PermissionsExt::from_mode(0o666),
-        )
-        .unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .unwrap();
         let e = restore_file(&path).unwrap_err().to_string();
         assert!(e.contains("lets others write it"), "{e}");
         // a symbolic link to a journal

@@ -331,6 +331,48 @@ pub fn cgroup_threads(dir: &Path) -> Result<Vec<i32>, ProcError> {
 mod tests {
     use super::*;
 
+    /// The daemon's identity check (issue 77, item 6): a thread's id and start tick can
+    /// be reused (ns_last_pid), but a stat file kept open names its own thread and fails
+    /// once that thread is gone, whoever has the id now. Root only (ns_last_pid); other
+    /// processes creating tasks at the same moment can take the id, so a few tries.
+    #[test]
+    fn an_open_stat_file_fails_when_its_id_is_reused() {
+        use std::process::Command;
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .open("/proc/sys/kernel/ns_last_pid")
+            .is_err()
+        {
+            eprintln!("cannot write ns_last_pid (not root); skipped");
+            return;
+        }
+        for _ in 0..20 {
+            let mut old = Command::new("sleep").arg("30").spawn().unwrap();
+            let pid = old.id() as Pid;
+            let f = StatFile::open(pid, pid).unwrap();
+            assert!(f.read().is_ok());
+            old.kill().unwrap();
+            old.wait().unwrap();
+            std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).unwrap();
+            let mut new = Command::new("sleep").arg("30").spawn().unwrap();
+            let reused = new.id() as Pid == pid;
+            if reused {
+                assert!(process_stat(pid).is_ok(), "the id names the new process");
+                assert!(
+                    matches!(f.read(), Err(ProcError::Gone { .. })),
+                    "the old thread's open stat file must fail: {:?}",
+                    f.read()
+                );
+            }
+            new.kill().unwrap();
+            new.wait().unwrap();
+            if reused {
+                return;
+            }
+        }
+        panic!("the id was never reused in 20 tries");
+    }
+
     #[test]
     fn stat_parses_names_with_spaces_and_parentheses() {
         let line = "42 (a) b (c)) S 7 42 7 0 -1 4194304 98 0 1 0 0 0 0 0 20 0 1 0 2479519 \
