@@ -6,7 +6,7 @@ use cachesched_core::ThreadClass;
 use cachesched_linux::classes::ClassRule;
 use cachesched_linux::daemon::{self, Daemon, DaemonConfig, StatsRecord, Target};
 use cachesched_linux::process::{self, exit_code, reap};
-use cachesched_linux::{journal, sched};
+use cachesched_linux::{journal, procfs, sched};
 use cachesched_policies::{build_policy, Chain, PolicySpec};
 use clap::Args;
 use serde::Serialize;
@@ -442,6 +442,14 @@ pub struct RestoreArgs {
     /// The journal file a `cachesched run --journal FILE` left behind.
     #[arg(value_name = "FILE")]
     file: PathBuf,
+    /// Also reset the threads of this process (repeatable) that the journal does not
+    /// name (born after its last line): each setting that has a value cachesched set on
+    /// the process's other threads gets their original back.
+    #[arg(long, value_name = "PID")]
+    pid: Vec<i32>,
+    /// As --pid, for every thread in this cgroup directory.
+    #[arg(long, value_name = "DIR")]
+    cgroup: Option<PathBuf>,
 }
 
 /// What a restore left, after its counts: settings the program had changed itself,
@@ -469,7 +477,37 @@ fn restore_notes(rep: &journal::RestoreReport) -> String {
 
 /// `cachesched restore`.
 pub fn restore(a: RestoreArgs) -> Result<i32> {
-    let r = journal::restore_file(&a.file)?;
+    for &pid in &a.pid {
+        procfs::tasks(pid)
+            .with_context(|| format!("--pid {pid}: no such process (check the value)"))?;
+    }
+    if let Some(dir) = &a.cgroup {
+        procfs::cgroup_threads(dir).with_context(|| {
+            format!(
+                "--cgroup {}: not a readable cgroup directory",
+                dir.display()
+            )
+        })?;
+    }
+    // the targets' threads now (listed again while new ones appear)
+    let list = || {
+        let mut v: Vec<(i32, i32)> = Vec::new();
+        for &pid in &a.pid {
+            let tids = procfs::tasks(pid).unwrap_or_default();
+            v.extend(tids.into_iter().map(|t| (t, pid)));
+        }
+        if let Some(dir) = &a.cgroup {
+            let tids = procfs::cgroup_threads(dir).unwrap_or_default();
+            v.extend(
+                tids.into_iter()
+                    .filter_map(|t| procfs::tgid_of(t).ok().map(|p| (t, p))),
+            );
+        }
+        v
+    };
+    let swept = !a.pid.is_empty() || a.cgroup.is_some();
+    let list: &dyn Fn() -> Vec<(i32, i32)> = &list;
+    let r = journal::restore_file(&a.file, swept.then_some(list))?;
     println!(
         "restored the settings of {} thread(s); {} had exited{}{}",
         r.report.restored,
@@ -484,6 +522,12 @@ pub fn restore(a: RestoreArgs) -> Result<i32> {
         },
         restore_notes(&r.report)
     );
+    if swept {
+        println!(
+            "{} thread(s) the journal did not name had settings cachesched set on their process and were reset",
+            r.swept
+        );
+    }
     if r.cut_last_line {
         println!("the last line was cut short (the run was killed writing it, before the change it announced): ignored");
     }

@@ -1197,3 +1197,58 @@ fn a_second_daemon_on_a_managed_process_refuses() {
     assert_eq!(settings_of(&[pid]), before);
     kill_all(vec![b]);
 }
+
+/// After SIGKILL, threads born after the journal's last line are not in it; `restore
+/// --pid` resets them too, from what the journal says cachesched set on their process
+/// (issue 77, item 3). A process starts a thread every 2 ms while the daemon scans
+/// every 400 ms; the daemon is killed; `restore FILE --pid P` leaves every thread of
+/// the process with its original settings. Fails if the sweep misses the newcomers.
+#[test]
+fn restore_with_pid_resets_threads_born_after_the_journal() {
+    let _g = serial();
+    let d = tmp("restore-sweep");
+    let journal = d.join("j.jsonl");
+    let c = bin()
+        .args([
+            "burn",
+            "--threads",
+            "1",
+            "--ms",
+            "20000",
+            "--spawn-every-ms",
+            "2",
+        ])
+        .args(["--work-us", "1000", "--sleep-us", "9000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = c.id() as i32;
+    std::thread::sleep(Duration::from_millis(200));
+    let before = Settings::read(pid).unwrap();
+    let j = journal.to_str().unwrap();
+    let mut daemon = daemon_on(&[pid], &["--scan-ms", "400", "--journal", j]);
+    std::thread::sleep(Duration::from_millis(1300));
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let out = bin()
+        .args(["restore", j, "--pid", &pid.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = settings_of(&[pid]);
+    let changed: Vec<_> = after.iter().filter(|(_, s)| **s != before).collect();
+    assert!(
+        changed.is_empty(),
+        "{} of {} threads left changed, e.g. {:?}; {text}",
+        changed.len(),
+        after.len(),
+        changed.first()
+    );
+    kill_all(vec![c]);
+}

@@ -1687,7 +1687,7 @@ impl Daemon {
             }
         }
         self.journal
-            .track_inherited(tid, orig.clone(), Some(start), actual)?;
+            .track_inherited(tid, Some(pid), orig.clone(), Some(start), actual)?;
         Ok(orig)
     }
 

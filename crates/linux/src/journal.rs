@@ -16,6 +16,7 @@
 //! runs as the file's owner (any thread, if root wrote it), has the same id and start
 //! time, and still has the value the file says cachesched set.
 
+use crate::procfs::Pid;
 use crate::sched::{
     affinity, attr, may_lower_nice_to, nice, set_affinity, set_nice, set_slice, SchedError,
     Settings, Tid,
@@ -121,6 +122,9 @@ struct Entry {
     orig: Settings,
     /// The thread's start time (clock ticks after boot), naming it across tid reuse.
     start: Option<u64>,
+    /// Its process, where known: `restore --pid` looks for threads of the same process
+    /// that were born after the journal's last line.
+    process: Option<Pid>,
     set: SetTo,
     /// For an entry read from a file of an earlier build, which recorded no values: the
     /// settings changed, to be restored whatever their current value.
@@ -136,6 +140,9 @@ struct FileLine {
     start: u64,
     orig: Settings,
     changed: String,
+    /// The thread's process, where the writer knew it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    process: Option<Pid>,
     /// Absent in journals written before values were recorded.
     #[serde(default)]
     set: Option<SetTo>,
@@ -279,6 +286,7 @@ impl Journal {
         self.entries.entry(tid).or_insert(Entry {
             orig,
             start,
+            process: None,
             set: SetTo::default(),
             legacy: [false; 3],
         });
@@ -291,6 +299,7 @@ impl Journal {
     pub fn track_inherited(
         &mut self,
         tid: Tid,
+        process: Option<Pid>,
         orig: Settings,
         start: Option<u64>,
         actual: &Settings,
@@ -301,6 +310,9 @@ impl Journal {
             nice: (actual.nice != orig.nice).then_some(actual.nice),
         };
         self.track_started(tid, orig, start);
+        if let Some(e) = self.entries.get_mut(&tid) {
+            e.process = e.process.or(process);
+        }
         if let Some(v) = inherited.affinity {
             self.record(tid, Which::Affinity, SetTo::affinity_of(v))?;
         }
@@ -382,6 +394,7 @@ impl Journal {
             start,
             orig: e.orig.clone(),
             changed: which.name().to_string(),
+            process: e.process,
             set: Some(v.clone()),
         };
         let f = self.file.as_mut().expect("start_of found a file");
@@ -423,6 +436,7 @@ impl Journal {
                     start,
                     orig: e.orig.clone(),
                     changed: which.name().to_string(),
+                    process: e.process,
                     set: Some(v),
                 })
             };
@@ -787,6 +801,82 @@ pub struct FileRestoreReport {
     /// Whether the file was removed: only when every entry was valid and restored, kept
     /// or gone.
     pub removed: bool,
+    /// Threads the file did not name that were reset by the sweep of `restore --pid` or
+    /// `--cgroup`.
+    pub swept: usize,
+}
+
+/// One setting's value.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Val {
+    Cpus(Vec<usize>),
+    Num(i64),
+}
+
+impl Val {
+    fn of(s: &Settings, which: Which) -> Val {
+        match which {
+            Which::Affinity => Val::Cpus(s.affinity.clone()),
+            Which::Slice => Val::Num(s.slice_ns as i64),
+            Which::Nice => Val::Num(s.nice as i64),
+        }
+    }
+
+    fn set(s: &SetTo, which: Which) -> Option<Val> {
+        match which {
+            Which::Affinity => s.affinity.clone().map(Val::Cpus),
+            Which::Slice => s.slice_ns.map(|v| Val::Num(v as i64)),
+            Which::Nice => s.nice.map(|v| Val::Num(v as i64)),
+        }
+    }
+
+    /// Gives `tid` this value of `which`.
+    fn apply(&self, tid: Tid, which: Which) -> Result<(), SchedError> {
+        match (which, self) {
+            (Which::Affinity, Val::Cpus(c)) => set_affinity(tid, c),
+            (Which::Slice, Val::Num(n)) => set_slice(tid, (*n > 0).then_some(*n as u64)),
+            (Which::Nice, Val::Num(n)) => set_nice(tid, *n as i32),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What a journal says cachesched set on each process's threads, and the originals it
+/// recorded there, per setting.
+#[derive(Debug, Default)]
+struct Known {
+    set: BTreeMap<(Pid, usize), std::collections::BTreeSet<Val>>,
+    orig: BTreeMap<(Pid, usize), std::collections::BTreeSet<Val>>,
+}
+
+impl Known {
+    fn of<'a>(entries: impl Iterator<Item = &'a Entry>) -> Known {
+        let mut k = Known::default();
+        for e in entries {
+            let Some(pid) = e.process else { continue };
+            for w in [Which::Affinity, Which::Slice, Which::Nice] {
+                if let Some(v) = Val::set(&e.set, w) {
+                    k.set.entry((pid, w as usize)).or_default().insert(v);
+                    k.orig
+                        .entry((pid, w as usize))
+                        .or_default()
+                        .insert(Val::of(&e.orig, w));
+                }
+            }
+        }
+        k
+    }
+
+    /// The original to give back to a thread of `pid` whose `which` is `now`: only if
+    /// cachesched set `now` on a thread of that process and recorded one original there.
+    fn original_if_set(&self, pid: Pid, which: Which, now: &Val) -> Option<Val> {
+        let key = (pid, which as usize);
+        if !self.set.get(&key)?.contains(now) {
+            return None;
+        }
+        let origs = self.orig.get(&key)?;
+        (origs.len() == 1 && !origs.contains(now)).then(|| origs.iter().next().cloned())?
+    }
 }
 
 /// Restores what a journal file says cachesched changed, on the threads still alive
@@ -795,7 +885,19 @@ pub struct FileRestoreReport {
 /// invalid line and each refused entry is reported; the file is removed only when every
 /// entry was restored (or found gone or changed by its program). A last line cut short
 /// by the writer's death is ignored: the change it announced was not made.
-pub fn restore_file(path: &Path) -> Result<FileRestoreReport, JournalFileError> {
+///
+/// With `sweep` (listing the threads of the processes or cgroup `cachesched run`
+/// managed, as `(tid, process)`), threads the file does not name — born after its last
+/// line, when the daemon was killed before it saw them — are reset too, setting by
+/// setting, where the thread has a value cachesched set on another thread of its
+/// process and every journalled thread of that process had the same original, which it
+/// gets back. A thread created while its creator was being reset may have inherited the
+/// changed value: the threads are listed again until a listing shows none not seen
+/// (at most [`SWEEPS`] times).
+pub fn restore_file(
+    path: &Path,
+    sweep: Option<&dyn Fn() -> Vec<(Tid, Pid)>>,
+) -> Result<FileRestoreReport, JournalFileError> {
     let shown = path.display().to_string();
     let read_err = |source| JournalFileError::Read {
         path: shown.clone(),
@@ -833,6 +935,24 @@ pub fn restore_file(path: &Path) -> Result<FileRestoreReport, JournalFileError> 
     }
     let mut out = FileRestoreReport::default();
     let entries = parse(&bytes, &mut out);
+    let known = Known::of(entries.values());
+    let named: std::collections::BTreeSet<Tid> = entries.keys().map(|k| k.0).collect();
+    let may_change = |tid: Tid, out: &mut FileRestoreReport| -> bool {
+        if owner == 0 {
+            return true;
+        }
+        match crate::procfs::thread_uids(tid) {
+            Ok((real, eff)) if real == owner && eff == owner => true,
+            Ok((real, eff)) => {
+                out.refused.push((
+                    tid,
+                    format!("the thread runs as uid {real} (effective {eff}), the journal belongs to uid {owner}"),
+                ));
+                false
+            }
+            Err(_) => false,
+        }
+    };
     for ((tid, start), mut e) in entries {
         match crate::procfs::thread_stat(tid, tid) {
             Ok(st) if st.starttime == start => {}
@@ -846,24 +966,24 @@ pub fn restore_file(path: &Path) -> Result<FileRestoreReport, JournalFileError> 
                 continue;
             }
         }
-        if owner != 0 {
-            match crate::procfs::thread_uids(tid) {
-                Ok((real, eff)) if real == owner && eff == owner => {}
-                Ok((real, eff)) => {
-                    out.refused.push((
-                        tid,
-                        format!("the thread runs as uid {real} (effective {eff}), the journal belongs to uid {owner}"),
-                    ));
-                    continue;
-                }
-                Err(_) => {
-                    out.report.gone += 1;
-                    continue;
-                }
-            }
+        if !may_change(tid, &mut out) {
+            continue;
         }
         restore_entry(tid, &mut e, &mut out.report);
     }
+    let mut seen = named;
+    for _ in 0..SWEEPS {
+        let Some(list) = sweep else { break };
+        let fresh: Vec<(Tid, Pid)> = list()
+            .into_iter()
+            .filter(|(t, _)| seen.insert(*t))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        sweep_threads(&fresh, &known, &mut out, &may_change);
+    }
+
     if out.invalid.is_empty() && out.refused.is_empty() && out.report.failed.is_empty() {
         // only the file that was read: not one put in its place meanwhile
         let same = std::fs::symlink_metadata(path)
@@ -871,6 +991,39 @@ pub fn restore_file(path: &Path) -> Result<FileRestoreReport, JournalFileError> 
         out.removed = same && std::fs::remove_file(path).is_ok();
     }
     Ok(out)
+}
+
+/// How many times [`restore_file`] lists the threads to sweep.
+pub const SWEEPS: usize = 20;
+
+/// Resets the threads of `fresh` the journal did not name (see [`restore_file`]).
+fn sweep_threads(
+    fresh: &[(Tid, Pid)],
+    known: &Known,
+    out: &mut FileRestoreReport,
+    may_change: &dyn Fn(Tid, &mut FileRestoreReport) -> bool,
+) {
+    for &(tid, pid) in fresh {
+        let Ok(now) = Settings::read(tid) else {
+            continue;
+        };
+        let resets: Vec<(Which, Val)> = [Which::Nice, Which::Slice, Which::Affinity]
+            .into_iter()
+            .filter_map(|w| {
+                known
+                    .original_if_set(pid, w, &Val::of(&now, w))
+                    .map(|o| (w, o))
+            })
+            .collect();
+        if resets.is_empty() || !may_change(tid, out) {
+            continue;
+        }
+        match resets.iter().try_for_each(|(w, o)| o.apply(tid, *w)) {
+            Ok(()) => out.swept += 1,
+            Err(SchedError::Gone { .. }) => {}
+            Err(e) => out.report.failed.push((tid, e)),
+        }
+    }
 }
 
 /// The entries of a journal file's bytes, by thread id and start time (a tid reused by
@@ -912,6 +1065,7 @@ fn parse(bytes: &[u8], out: &mut FileRestoreReport) -> BTreeMap<(Tid, u64), Entr
         let e = entries.entry((line.tid, line.start)).or_insert(Entry {
             orig: line.orig,
             start: Some(line.start),
+            process: line.process,
             set: SetTo::default(),
             legacy: [false; 3],
         });
@@ -1025,7 +1179,7 @@ mod tests {
         set_nice(tid, before.nice + 4).unwrap();
         let actual = Settings::read(tid).unwrap();
         let mut j = Journal::new();
-        j.track_inherited(tid, before.clone(), None, &actual)
+        j.track_inherited(tid, None, before.clone(), None, &actual)
             .unwrap();
         assert_eq!(j.changed(), 1);
         assert_eq!(j.original(tid), Some(&before));
@@ -1055,7 +1209,7 @@ mod tests {
         std::fs::write(&path, &text).unwrap();
         let e = Journal::with_file(&path).unwrap_err().to_string();
         assert!(e.contains("run `cachesched restore` on it first"), "{e}");
-        let r = restore_file(&path).unwrap();
+        let r = restore_file(&path, None).unwrap();
         assert_eq!((r.report.restored, r.reused, r.cut_last_line), (1, 0, true));
         assert!(r.invalid.is_empty() && r.removed, "{r:?}");
         assert_eq!(Settings::read(tid).unwrap(), before);
@@ -1066,7 +1220,7 @@ mod tests {
         j.track_started(tid, before.clone(), Some(start + 1));
         j.set_nice(tid, before.nice + 3).unwrap();
         std::mem::forget(j);
-        let r = restore_file(&path).unwrap();
+        let r = restore_file(&path, None).unwrap();
         assert_eq!((r.report.restored, r.reused), (0, 1));
         assert_eq!(nice(tid).unwrap(), before.nice + 3);
         set_nice(tid, before.nice).unwrap();
@@ -1091,7 +1245,7 @@ mod tests {
         // a bad line in the middle, and a whole file of NUL bytes
         lines.insert(1, "garbage");
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let r = restore_file(&path).unwrap();
+        let r = restore_file(&path, None).unwrap();
         assert_eq!(r.invalid.len(), 1, "{r:?}");
         assert_eq!(r.invalid[0].0, 2);
         assert_eq!(r.report.restored, 1, "both valid entries restored");
@@ -1101,7 +1255,7 @@ mod tests {
             "kept: not every entry was valid"
         );
         std::fs::write(&path, [0u8; 4096]).unwrap();
-        let r = restore_file(&path).unwrap();
+        let r = restore_file(&path, None).unwrap();
         assert_eq!((r.invalid.len(), r.removed), (1, false), "{r:?}");
         assert!(r.invalid[0].1.contains("NUL"), "{r:?}");
         assert!(path.exists());
@@ -1124,6 +1278,7 @@ mod tests {
                 ..before.clone()
             },
             changed: "nice".into(),
+            process: None,
             set: Some(SetTo::nice_of(before.nice)),
         })
         .unwrap()
@@ -1133,7 +1288,7 @@ mod tests {
         std::fs::write(&path, &line).unwrap();
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .unwrap();
-        let e = restore_file(&path).unwrap_err().to_string();
+        let e = restore_file(&path, None).unwrap_err().to_string();
         assert!(e.contains("lets others write it"), "{e}");
         // a symbolic link to a journal
         let good = dir.join("good");
@@ -1142,12 +1297,12 @@ mod tests {
             .unwrap();
         let link = dir.join("link");
         std::os::unix::fs::symlink(&good, &link).unwrap();
-        let e = restore_file(&link).unwrap_err().to_string();
+        let e = restore_file(&link, None).unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
         // owned by another user (as root only: nobody else can give a file away)
         if unsafe { libc::geteuid() } == 0 {
             std::os::unix::fs::chown(&good, Some(65534), Some(65534)).unwrap();
-            let e = restore_file(&good).unwrap_err().to_string();
+            let e = restore_file(&good, None).unwrap_err().to_string();
             assert!(e.contains("belongs to uid 65534"), "{e}");
             // and `run` does not ask to restore it either
             let e = Journal::with_file(&good).unwrap_err().to_string();
@@ -1175,7 +1330,7 @@ mod tests {
         assert!(lines <= 1026, "{lines} lines for one changed setting");
         // the last value set is the file's: restore after a "kill" puts the original back
         std::mem::forget(j);
-        let r = restore_file(&path).unwrap();
+        let r = restore_file(&path, None).unwrap();
         assert_eq!((r.report.restored, r.report.kept), (1, 0), "{r:?}");
         assert_eq!(nice(tid).unwrap(), before.nice);
         c.kill().unwrap();
