@@ -24,7 +24,7 @@
 
 use crate::experiment::{over_seeds, plain, show, Scenario};
 use crate::paper::{agreement, PaperValue};
-use crate::simulate_cmd::write_file;
+use crate::files::write_file;
 use crate::svg::{bar_chart, Marks, Series};
 use anyhow::{bail, Result};
 use cachesched_core::num::ratio;

@@ -63,10 +63,7 @@ pub fn entry_path(dir: &Path, k: u64) -> PathBuf {
 pub fn store_entry(dir: &Path, what: &str, k: u64, text: &str) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the {what} '{}'", dir.display()))?;
-    let path = entry_path(dir, k);
-    let tmp = dir.join(format!("{k:016x}.json.{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write '{}'", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write '{}'", path.display()))
+    crate::files::write_file(&entry_path(dir, k), text)
 }
 
 #[cfg(test)]

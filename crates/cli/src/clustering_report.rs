@@ -4,7 +4,7 @@
 //! detection cost and how long it took, and Figure 5's picture of the sharing maps.
 
 use crate::experiment::{metric, over_seeds, paired_change, plain, Job, Scenario};
-use crate::simulate_cmd::write_file;
+use crate::files::write_file;
 use crate::svg::{heatmap, line_chart, HeatRow, Series, XAxis};
 use anyhow::Result;
 use cachesched_policies::clustering::cluster::adjusted_rand_index;

@@ -5,7 +5,8 @@
 //! kernel switches), an optional sweep over last-level-cache sizes, and seeds. Every
 //! combination is one run; tables and plots show the mean over seeds.
 
-use crate::simulate_cmd::{interrupt_flag, write_file};
+use crate::files::write_file;
+use crate::simulate_cmd::interrupt_flag;
 use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
@@ -565,6 +566,9 @@ impl Scenario {
             }
         }
         let mut mixes: Vec<&str> = self.mixes.iter().map(|m| m.label.as_str()).collect();
+        for m in &self.mixes {
+            crate::files::component(&m.label, "mix label")?;
+        }
         if let Some(m) = self.mixes.iter().find(|m| {
             m.threads.is_empty()
                 || m.label.is_empty()
@@ -1080,11 +1084,15 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
     let mut sc = load(&a.scenario)?;
     // the runs of a file, as it says (seeds are added one at a time by `reproduce`)
     sc.every_seed();
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(&sc.name));
+    let out = match &a.out {
+        Some(o) => o.clone(),
+        None => PathBuf::from("results").join(crate::files::component(&sc.name, "scenario name")?),
+    };
     let planned = sc.plan()?;
+    // an unusable output directory is said before the runs, not after them
+    for p in &planned {
+        crate::files::check_writable_dir(&p.out(&out))?;
+    }
     if fill_run_cache(&planned, a.jobs)?.is_none() {
         return Ok(130);
     }

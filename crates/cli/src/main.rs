@@ -10,6 +10,7 @@ mod cachefair_report;
 mod clustering_report;
 mod docs_block;
 mod experiment;
+mod files;
 #[cfg(test)]
 mod golden;
 mod info_cmd;

@@ -1,7 +1,7 @@
 //! `cachesched mrc`: miss-ratio curves of a workload profile or a trace, exact and
 //! SHARDS-sampled, with the sampling error, as a table, CSV, JSON and an SVG plot.
 
-use crate::simulate_cmd::write_file;
+use crate::files::write_file;
 use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;

@@ -326,10 +326,11 @@ pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, us
         let to = crate::cache::entry_path(&dir, new);
         if to.exists() {
             there += 1;
-        } else if old.exists() {
-            std::fs::rename(&old, &to).with_context(|| {
-                format!("cannot move '{}' to '{}'", old.display(), to.display())
-            })?;
+        } else if let Some(r) = crate::run_cache::read_entry_of_old_build(&old) {
+            // stored again under the new key (an entry holds its key), then the old removed
+            crate::run_cache::store(new, &r)?;
+            std::fs::remove_file(&old)
+                .with_context(|| format!("cannot remove '{}'", old.display()))?;
             moved += 1;
         } else {
             absent += 1;

@@ -10,7 +10,7 @@ use crate::docs_block;
 use crate::experiment::{
     checks, load, metric, plain, run_scenario, Class, Job, Scenario, Sweep, Variant,
 };
-use crate::simulate_cmd::write_file;
+use crate::files::write_file;
 use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::workload::LocalityModel;
@@ -424,6 +424,16 @@ fn reproduce_papers(papers: &[String], a: &PaperArgs) -> Result<i32> {
             if a.quick { " --quick" } else { "" }
         )
     };
+    // an unusable output directory is said before the runs, not after them
+    if !a.from_results {
+        for (paper, scs, _) in &plan {
+            for (stem, _, planned) in scs {
+                for p in planned {
+                    crate::files::check_writable_dir(&p.out(&a.out.join(paper).join(stem)))?;
+                }
+            }
+        }
+    }
     let mut all_ok = true;
     for (paper, scs, across) in plan {
         let paper = &paper;

@@ -12,6 +12,7 @@
 
 use anyhow::{Context, Result};
 use cachesched_sim::RunResult;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// The run cache directory.
@@ -36,22 +37,61 @@ pub fn check_writable() -> Result<()> {
         })
 }
 
-/// The stored result of the run with key `k`, if there is a readable one (anything
-/// else is run again).
+/// A stored run: its key, so that an entry under another key's name (copied, renamed)
+/// is never taken for that run, and its result.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Stored {
+    /// The key it was stored under, 16 hex digits.
+    key: String,
+    /// The result.
+    result: RunResult,
+}
+
+/// The stored result of the run with key `k`, if there is a readable one whose own key
+/// is `k`. Anything else is run again: an entry that holds another key's run is said on
+/// stderr; an unreadable one (cut, or written before entries held their keys) is not.
 pub fn load(k: u64) -> Result<Option<RunResult>> {
-    Ok(
-        std::fs::read_to_string(crate::cache::entry_path(&cache_dir()?, k))
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok()),
-    )
+    let path = crate::cache::entry_path(&cache_dir()?, k);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let Ok(s) = serde_json::from_str::<Stored>(&text) else {
+        return Ok(None);
+    };
+    let want = format!("{k:016x}");
+    if s.key != want {
+        eprintln!(
+            "warning: run cache entry '{}' holds the run of key {}, not {want}: ignored, the run is made again",
+            path.display(),
+            s.key
+        );
+        return Ok(None);
+    }
+    Ok(Some(s.result))
+}
+
+/// The result in an entry of a build before model versions (a bare result, as entries
+/// were then, or a keyed one), for `reproduce --rekey-from`, which names the entry by
+/// the old build's key and stores it again under the new one.
+pub fn read_entry_of_old_build(path: &std::path::Path) -> Option<RunResult> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str::<Stored>(&text)
+        .map(|s| s.result)
+        .or_else(|_| serde_json::from_str::<RunResult>(&text))
+        .ok()
 }
 
 /// Stores `r` as the result of the run with key `k`.
 pub fn store(k: u64, r: &RunResult) -> Result<()> {
-    crate::cache::store_entry(&cache_dir()?, "run cache", k, &serde_json::to_string(r)?)
+    let s = Stored {
+        key: format!("{k:016x}"),
+        result: r.clone(),
+    };
+    crate::cache::store_entry(&cache_dir()?, "run cache", k, &serde_json::to_string(&s)?)
 }
 
-/// Whether the run cache holds an entry for key `k` (without reading it).
+/// Whether the run cache holds a usable entry for key `k`.
 pub fn holds(k: u64) -> Result<bool> {
-    Ok(crate::cache::entry_path(&cache_dir()?, k).exists())
+    Ok(load(k)?.is_some())
 }

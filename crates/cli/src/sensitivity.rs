@@ -18,7 +18,7 @@ use crate::experiment::{metric, run_scenario, Variant};
 use crate::reproduce::{
     casc_experiment, casc_threads, pct, write_report, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES,
 };
-use crate::simulate_cmd::write_file;
+use crate::files::write_file;
 use crate::svg::{range_chart, RangeRow};
 use anyhow::{bail, Result};
 use cachesched_policies::casc::CascConfig;

@@ -5,7 +5,8 @@ use anyhow::{Context, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::{Baseline, MachineSpec, SimConfig, SimError, Simulation, ThreadGroup};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use crate::files::write_file;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -115,15 +116,6 @@ pub fn build_config(a: &SimulateArgs) -> Result<SimConfig> {
     }
     crate::real::prepare(&mut cfg.threads)?;
     Ok(cfg)
-}
-
-/// Writes `text` to `path`, creating parent directories.
-pub fn write_file(path: &Path, text: &str) -> Result<()> {
-    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d)
-            .with_context(|| format!("cannot create directory '{}'", d.display()))?;
-    }
-    std::fs::write(path, text).with_context(|| format!("cannot write '{}'", path.display()))
 }
 
 /// The process's flag, set on Ctrl-C / SIGTERM so long runs stop cleanly: one flag for

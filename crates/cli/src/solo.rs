@@ -91,7 +91,15 @@ pub fn cached(keys: impl Iterator<Item = u64>) -> Result<BTreeMap<u64, f64>> {
         let path = crate::cache::entry_path(&dir, k);
         if let Ok(text) = std::fs::read_to_string(&path) {
             if let Ok(e) = serde_json::from_str::<Entry>(&text) {
-                found.insert(k, e.ips);
+                // an entry under another key's name is not this run's
+                if crate::cache::config_key(&e.config)? == k {
+                    found.insert(k, e.ips);
+                } else {
+                    eprintln!(
+                        "warning: solo cache entry '{}' holds another configuration's run: ignored, the run is made again",
+                        path.display()
+                    );
+                }
             }
         }
     }

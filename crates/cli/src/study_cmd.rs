@@ -22,7 +22,8 @@
 //! far stay in `runs.jsonl`.
 
 use crate::experiment::{over_seeds, plain, show};
-use crate::simulate_cmd::{interrupt_flag, write_file};
+use crate::files::write_file;
+use crate::simulate_cmd::interrupt_flag;
 use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;

@@ -44,7 +44,7 @@
 
 use crate::experiment::{metric, over_seeds, plain, show, Scenario};
 use crate::paper::{agreement, PaperValue};
-use crate::simulate_cmd::write_file;
+use crate::files::write_file;
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
 use anyhow::Result;
 use cachesched_core::num::{quantile, ratio};

@@ -1539,3 +1539,85 @@ fx_quantum_ms = 1
     );
     assert!(!plan.contains("end their window by their quanta"), "{plan}");
 }
+
+/// Outputs stay where they were asked to go (issue 77, items 8, 11 and 12): a scenario
+/// name or mix label that is not a plain file name is refused; a symbolic link at an
+/// output's place is replaced, not written through; an unusable `--out` is said before
+/// any run; a run cache entry copied under another run's key is not taken for that run.
+/// Fails if any of these writes outside the directory, follows the link, runs first, or
+/// reports a copied run.
+#[test]
+fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
+    let d = tmp("outputs-place");
+    let sc = d.join("sc.toml");
+    let tiny = "machine = \"t1-dual\"\nthreads = [{ profile = \"small\" }]\nduration_ms = 2\nwarmup_ms = 0\nseeds = [1]\n";
+    std::fs::write(&sc, format!("name = \"../../escape\"\n{tiny}")).unwrap();
+    let e = run_err(&["experiment", sc.to_str().unwrap()]);
+    assert!(e.contains("scenario name '../../escape' cannot be a file name"), "{e}");
+    let mixes = "name = \"m\"\nmachine = \"t1-dual\"\nduration_ms = 2\nwarmup_ms = 0\nseeds = [1]\n[[mixes]]\nlabel = \"..\"\nthreads = [{ profile = \"small\" }]\n";
+    std::fs::write(&sc, mixes).unwrap();
+    let e = run_err(&["experiment", sc.to_str().unwrap(), "--out", d.join("o").to_str().unwrap()]);
+    assert!(e.contains("mix label '..' cannot be a file name"), "{e}");
+    // an unusable --out (a file where a directory should be), before any run
+    let file = d.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    std::fs::write(&sc, format!("name = \"ok\"\n{tiny}")).unwrap();
+    let out = bin()
+        .args(["experiment", sc.to_str().unwrap(), "--out"])
+        .arg(file.join("sub"))
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && e.contains("cannot create the output directory"), "{e}");
+    assert!(!e.contains("run 1/"), "said after running: {e}");
+    // a link at report.md's place is replaced; its target keeps its text
+    let o = d.join("out");
+    std::fs::create_dir_all(&o).unwrap();
+    let victim = d.join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, o.join("report.md")).unwrap();
+    let runs = d.join("runs");
+    let out = bin()
+        .env("CACHESCHED_RUNS", &runs)
+        .args(["experiment", sc.to_str().unwrap(), "--out", o.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(std::fs::read_to_string(o.join("report.md")).unwrap().starts_with("# ok"));
+    let leftovers: Vec<_> = std::fs::read_dir(&o)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // the run cache: the one entry, copied under another key's name, is refused there
+    let entries: Vec<_> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let text = std::fs::read_to_string(&entries[0]).unwrap();
+    assert!(text.starts_with("{\"key\":\""), "an entry holds its key: {}", &text[..40.min(text.len())]);
+    // the same scenario with another seed: its key's file now holds seed 1's run
+    std::fs::write(&sc, format!("name = \"ok\"\n{}", tiny.replace("seeds = [1]", "seeds = [2]"))).unwrap();
+    let plan = bin()
+        .env("CACHESCHED_RUNS", &runs)
+        .args(["experiment", sc.to_str().unwrap(), "--out", d.join("o2").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(plan.status.success());
+    let after: Vec<_> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
+    let other = after.iter().find(|p| **p != entries[0]).expect("seed 2's entry").clone();
+    std::fs::copy(&entries[0], &other).unwrap();
+    let out = bin()
+        .env("CACHESCHED_RUNS", &runs)
+        .args(["experiment", sc.to_str().unwrap(), "--out", d.join("o3").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{e}");
+    assert!(e.contains("holds the run of key"), "the copied entry is said: {e}");
+    assert_eq!(
+        std::fs::read(d.join("o2/results.json")).unwrap(),
+        std::fs::read(d.join("o3/results.json")).unwrap(),
+        "seed 2's results, not the copied seed 1's"
+    );
+}
