@@ -6,15 +6,35 @@
 use anyhow::{bail, Result};
 
 /// Where the block named `name` lies in `text`: the end of its begin marker and the
-/// start of its end marker.
+/// start of its end marker. A marker counts only alone on its own line (a marker quoted
+/// in prose is text); there must be exactly one begin line and exactly one end line,
+/// after it. Anything else is an error, and the caller changes nothing.
 pub fn find(text: &str, name: &str) -> Result<(usize, usize)> {
     let begin = format!("<!-- {name}: begin -->");
     let end = format!("<!-- {name}: end -->");
-    match (text.find(&begin), text.find(&end)) {
-        (Some(b), Some(e)) if b < e => Ok((b + begin.len(), e)),
+    let mut begins = Vec::new();
+    let mut ends = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if bare == begin {
+            begins.push(at + bare.len());
+        } else if bare == end {
+            ends.push(at);
+        }
+        at += line.len();
+    }
+    match (&begins[..], &ends[..]) {
+        ([b], [e]) if b < e => Ok((*b, *e)),
+        ([], _) | (_, []) => bail!(
+            "no generated block for {name}: add the lines `{begin}` and `{end}`, each alone \
+             on its line, in this order, where its tables go"
+        ),
+        ([_], [_]) => bail!("the generated block for {name} ends before it begins: put the line `{begin}` before `{end}`"),
         _ => bail!(
-            "no generated block for {name}: add the lines `{begin}` and `{end}`, in this \
-             order, where its tables go"
+            "the generated block for {name} is marked {} time(s) at its beginning and {} at its end: keep exactly one line `{begin}` and one `{end}`; nothing was changed",
+            begins.len(),
+            ends.len()
         ),
     }
 }
@@ -52,6 +72,21 @@ mod tests {
         );
         // the block is found again in what was written: rewriting is idempotent
         assert_eq!(replace(&new, "study x", "## Title\nrow\n").unwrap(), new);
+    }
+
+    /// A begin marker quoted in prose above the block is text, not a marker (it used
+    /// to swallow everything between it and the block's end); markers repeated on their
+    /// own lines are an error.
+    #[test]
+    fn only_markers_alone_on_their_lines_count() {
+        let doc = "# Doc\nUse `<!-- study x: begin -->` to mark a block.\nprose\n\
+                   <!-- study x: begin -->\nold\n<!-- study x: end -->\ntail\n";
+        let new = replace(doc, "study x", "row\n").unwrap();
+        assert!(new.contains("Use `<!-- study x: begin -->` to mark a block.\nprose\n"), "{new}");
+        assert!(new.contains("<!-- study x: begin -->\nrow\n<!-- study x: end -->\ntail"), "{new}");
+        let twice = format!("{doc}<!-- study x: begin -->\n");
+        let e = replace(&twice, "study x", "row\n").unwrap_err().to_string();
+        assert!(e.contains("2 time(s) at its beginning"), "{e}");
     }
 
     #[test]
