@@ -23,8 +23,8 @@
 //!   time as well as by keeping caches warm.
 
 use crate::experiment::{over_seeds, plain, show, Scenario};
-use crate::paper::{agreement, PaperValue};
 use crate::files::write_file;
+use crate::paper::{agreement, PaperValue};
 use crate::svg::{bar_chart, Marks, Series};
 use anyhow::{bail, Result};
 use cachesched_core::num::ratio;

@@ -21,8 +21,8 @@
 //! partitioned.
 
 use crate::experiment::{over_seeds, plain, show, Job, Scenario};
-use crate::paper::{agreement, PaperValue};
 use crate::files::write_file;
+use crate::paper::{agreement, PaperValue};
 use crate::svg::{bar_chart, Marks, Series};
 use anyhow::{bail, Result};
 use cachesched_core::num::ratio;

@@ -82,8 +82,14 @@ mod tests {
         let doc = "# Doc\nUse `<!-- study x: begin -->` to mark a block.\nprose\n\
                    <!-- study x: begin -->\nold\n<!-- study x: end -->\ntail\n";
         let new = replace(doc, "study x", "row\n").unwrap();
-        assert!(new.contains("Use `<!-- study x: begin -->` to mark a block.\nprose\n"), "{new}");
-        assert!(new.contains("<!-- study x: begin -->\nrow\n<!-- study x: end -->\ntail"), "{new}");
+        assert!(
+            new.contains("Use `<!-- study x: begin -->` to mark a block.\nprose\n"),
+            "{new}"
+        );
+        assert!(
+            new.contains("<!-- study x: begin -->\nrow\n<!-- study x: end -->\ntail"),
+            "{new}"
+        );
         let twice = format!("{doc}<!-- study x: begin -->\n");
         let e = replace(&twice, "study x", "row\n").unwrap_err().to_string();
         assert!(e.contains("2 time(s) at its beginning"), "{e}");

@@ -29,8 +29,8 @@ pub struct ExperimentArgs {
     /// Output directory (default: results/NAME, NAME being the scenario's).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Parallel runs (default: number of CPUs).
-    #[arg(long, value_name = "N")]
+    /// Parallel runs, 1 to 1,024 (default: number of CPUs; never more than the runs).
+    #[arg(long, value_name = "N", value_parser = crate::experiment::parse_jobs)]
     jobs: Option<usize>,
 }
 
@@ -1173,6 +1173,21 @@ pub(crate) fn run_label(sc: &Scenario, j: &Job) -> String {
 /// Said when Ctrl-C stops a batch of runs.
 pub(crate) const INTERRUPTED: &str =
     "interrupted; nothing more is written (finished runs are kept in the run cache)";
+
+/// The most parallel runs `--jobs` may ask for: each worker holds a simulation (tens
+/// of MB for the largest machines), and no host of this project has more cores.
+pub const MAX_JOBS: usize = 1024;
+
+/// Parses `--jobs`: 1 to [`MAX_JOBS`].
+pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of parallel runs: give 1 to {MAX_JOBS}"))?;
+    if !(1..=MAX_JOBS).contains(&n) {
+        return Err(format!("{n} parallel runs: give 1 to {MAX_JOBS}"));
+    }
+    Ok(n)
+}
 
 /// Workers for `n` runs: `jobs`, else every CPU, at least one and at most `n`.
 pub(crate) fn worker_count(jobs: Option<usize>, n: usize) -> usize {

@@ -61,22 +61,29 @@ fn temporary(dir: &Path, path: &Path) -> Result<(std::fs::File, PathBuf)> {
         {
             Ok(f) => return Ok((f, tmp)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot write '{}'", path.display()))
-            }
+            Err(e) => return Err(e).with_context(|| format!("cannot write '{}'", path.display())),
         }
     }
-    bail!("cannot write '{}': no free temporary name beside it", path.display())
+    bail!(
+        "cannot write '{}': no free temporary name beside it",
+        path.display()
+    )
 }
 
 /// Creates directory `dir` if missing and checks that a file can be written in it, so
 /// that a run never ends unable to write its results.
 pub fn check_writable_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| {
-        format!("cannot create the output directory '{}'; give another --out", dir.display())
+        format!(
+            "cannot create the output directory '{}'; give another --out",
+            dir.display()
+        )
     })?;
     let (_, tmp) = temporary(dir, &dir.join("probe")).with_context(|| {
-        format!("cannot write in the output directory '{}'; give another --out", dir.display())
+        format!(
+            "cannot write in the output directory '{}'; give another --out",
+            dir.display()
+        )
     })?;
     let _ = std::fs::remove_file(tmp);
     Ok(())
@@ -123,7 +130,10 @@ mod tests {
         write_file(&target, "report").unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "report");
-        assert!(!std::fs::symlink_metadata(&target).unwrap().file_type().is_symlink());
+        assert!(!std::fs::symlink_metadata(&target)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         // a failed write (the target is a directory) leaves the old state and no temporary
         let dir_target = d.join("sub");
         std::fs::create_dir_all(dir_target.join("x")).unwrap();

@@ -65,8 +65,8 @@ pub struct PaperArgs {
     /// Directory of the scenario files (one subdirectory per paper).
     #[arg(long, value_name = "DIR", default_value = "experiments")]
     experiments: PathBuf,
-    /// Parallel runs (default: number of CPUs).
-    #[arg(long, value_name = "N")]
+    /// Parallel runs, 1 to 1,024 (default: number of CPUs; never more than the runs).
+    #[arg(long, value_name = "N", value_parser = crate::experiment::parse_jobs)]
     jobs: Option<usize>,
     /// The reduced version: each file's `quick` seeds and windows (default: its first
     /// two seeds); every report says it is reduced.

@@ -15,10 +15,10 @@
 //! baseline and CASC, so each row is a paired comparison of its own.
 
 use crate::experiment::{metric, run_scenario, Variant};
+use crate::files::write_file;
 use crate::reproduce::{
     casc_experiment, casc_threads, pct, write_report, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES,
 };
-use crate::files::write_file;
 use crate::svg::{range_chart, RangeRow};
 use anyhow::{bail, Result};
 use cachesched_policies::casc::CascConfig;
@@ -36,8 +36,8 @@ pub struct SensitivityArgs {
     /// Output directory.
     #[arg(long, value_name = "DIR", default_value = "results/casc-sensitivity")]
     out: PathBuf,
-    /// Parallel runs (default: number of CPUs).
-    #[arg(long, value_name = "N")]
+    /// Parallel runs, 1 to 1,024 (default: number of CPUs; never more than the runs).
+    #[arg(long, value_name = "N", value_parser = crate::experiment::parse_jobs)]
     jobs: Option<usize>,
     /// Seeds; every workload runs under the baseline and CASC once per seed.
     #[arg(long, value_delimiter = ',', default_value = "1")]

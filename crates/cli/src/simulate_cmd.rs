@@ -1,11 +1,11 @@
 //! `cachesched simulate`.
 
+use crate::files::write_file;
 use crate::info_cmd::load_machine;
 use anyhow::{Context, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::{Baseline, MachineSpec, SimConfig, SimError, Simulation, ThreadGroup};
 use clap::Args;
-use crate::files::write_file;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -43,8 +43,8 @@
 //! paper measured it: demand and first-level prefetch fills, not the L2 streamer's).
 
 use crate::experiment::{metric, over_seeds, plain, show, Scenario};
-use crate::paper::{agreement, PaperValue};
 use crate::files::write_file;
+use crate::paper::{agreement, PaperValue};
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
 use anyhow::Result;
 use cachesched_core::num::{quantile, ratio};

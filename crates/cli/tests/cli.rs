@@ -167,6 +167,11 @@ fn bad_input_gets_clear_errors() {
     );
     assert!(run_err(&["experiment", "/nonexistent/scenario.toml"])
         .contains("cannot read scenario file"));
+    // --jobs out of range is refused, not clamped (issue 77, item 16)
+    for j in ["0", "100000"] {
+        let e = run_err(&["experiment", sc.to_str().unwrap(), "--jobs", j]);
+        assert!(e.contains("give 1 to 1024"), "{j}: {e}");
+    }
 }
 
 #[test]
@@ -1553,10 +1558,18 @@ fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
     let tiny = "machine = \"t1-dual\"\nthreads = [{ profile = \"small\" }]\nduration_ms = 2\nwarmup_ms = 0\nseeds = [1]\n";
     std::fs::write(&sc, format!("name = \"../../escape\"\n{tiny}")).unwrap();
     let e = run_err(&["experiment", sc.to_str().unwrap()]);
-    assert!(e.contains("scenario name '../../escape' cannot be a file name"), "{e}");
+    assert!(
+        e.contains("scenario name '../../escape' cannot be a file name"),
+        "{e}"
+    );
     let mixes = "name = \"m\"\nmachine = \"t1-dual\"\nduration_ms = 2\nwarmup_ms = 0\nseeds = [1]\n[[mixes]]\nlabel = \"..\"\nthreads = [{ profile = \"small\" }]\n";
     std::fs::write(&sc, mixes).unwrap();
-    let e = run_err(&["experiment", sc.to_str().unwrap(), "--out", d.join("o").to_str().unwrap()]);
+    let e = run_err(&[
+        "experiment",
+        sc.to_str().unwrap(),
+        "--out",
+        d.join("o").to_str().unwrap(),
+    ]);
     assert!(e.contains("mix label '..' cannot be a file name"), "{e}");
     // an unusable --out (a file where a directory should be), before any run
     let file = d.join("a-file");
@@ -1568,7 +1581,10 @@ fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
         .output()
         .unwrap();
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && e.contains("cannot create the output directory"), "{e}");
+    assert!(
+        !out.status.success() && e.contains("cannot create the output directory"),
+        "{e}"
+    );
     assert!(!e.contains("run 1/"), "said after running: {e}");
     // a link at report.md's place is replaced; its target keeps its text
     let o = d.join("out");
@@ -1579,12 +1595,23 @@ fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
     let runs = d.join("runs");
     let out = bin()
         .env("CACHESCHED_RUNS", &runs)
-        .args(["experiment", sc.to_str().unwrap(), "--out", o.to_str().unwrap()])
+        .args([
+            "experiment",
+            sc.to_str().unwrap(),
+            "--out",
+            o.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
-    assert!(std::fs::read_to_string(o.join("report.md")).unwrap().starts_with("# ok"));
+    assert!(std::fs::read_to_string(o.join("report.md"))
+        .unwrap()
+        .starts_with("# ok"));
     let leftovers: Vec<_> = std::fs::read_dir(&o)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -1592,29 +1619,63 @@ fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     // the run cache: the one entry, copied under another key's name, is refused there
-    let entries: Vec<_> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
+    let entries: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
     let text = std::fs::read_to_string(&entries[0]).unwrap();
-    assert!(text.starts_with("{\"key\":\""), "an entry holds its key: {}", &text[..40.min(text.len())]);
+    assert!(
+        text.starts_with("{\"key\":\""),
+        "an entry holds its key: {}",
+        &text[..40.min(text.len())]
+    );
     // the same scenario with another seed: its key's file now holds seed 1's run
-    std::fs::write(&sc, format!("name = \"ok\"\n{}", tiny.replace("seeds = [1]", "seeds = [2]"))).unwrap();
+    std::fs::write(
+        &sc,
+        format!(
+            "name = \"ok\"\n{}",
+            tiny.replace("seeds = [1]", "seeds = [2]")
+        ),
+    )
+    .unwrap();
     let plan = bin()
         .env("CACHESCHED_RUNS", &runs)
-        .args(["experiment", sc.to_str().unwrap(), "--out", d.join("o2").to_str().unwrap()])
+        .args([
+            "experiment",
+            sc.to_str().unwrap(),
+            "--out",
+            d.join("o2").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(plan.status.success());
-    let after: Vec<_> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).collect();
-    let other = after.iter().find(|p| **p != entries[0]).expect("seed 2's entry").clone();
+    let after: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let other = after
+        .iter()
+        .find(|p| **p != entries[0])
+        .expect("seed 2's entry")
+        .clone();
     std::fs::copy(&entries[0], &other).unwrap();
     let out = bin()
         .env("CACHESCHED_RUNS", &runs)
-        .args(["experiment", sc.to_str().unwrap(), "--out", d.join("o3").to_str().unwrap()])
+        .args([
+            "experiment",
+            sc.to_str().unwrap(),
+            "--out",
+            d.join("o3").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{e}");
-    assert!(e.contains("holds the run of key"), "the copied entry is said: {e}");
+    assert!(
+        e.contains("holds the run of key"),
+        "the copied entry is said: {e}"
+    );
     assert_eq!(
         std::fs::read(d.join("o2/results.json")).unwrap(),
         std::fs::read(d.join("o3/results.json")).unwrap(),
