@@ -597,6 +597,21 @@ pub const REAL_PREFIX: &str = "real:";
 /// and its counters, some tens of KiB; checked before anything is allocated).
 pub const MAX_THREADS: u32 = 4096;
 
+/// A configuration value outside its range ([`SimConfig::check_ranges`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct RangeError {
+    /// The key, dotted as in a configuration file (`kernel.ts_quantum_ms`).
+    pub key: String,
+    /// What is wrong and the range.
+    pub message: String,
+}
+
+/// A range bound as people write it (600000, 0.01).
+fn num(v: f64) -> String {
+    format!("{v}")
+}
+
 impl ThreadGroup {
     /// Number of sharing groups of this thread group.
     pub fn sharing_groups(&self) -> u32 {
@@ -729,7 +744,117 @@ fn default_seed() -> u64 {
     1
 }
 
+/// The longest simulated run, ms (10 simulated minutes: the papers' runs are at most a
+/// few seconds, and one simulated second takes minutes of host time).
+pub const MAX_DURATION_MS: f64 = 600_000.0;
+
+/// Shortest timeline interval, quantum, period or slice a configuration may give, ms
+/// (10 µs: below that the kernel model's own costs, microseconds, dominate).
+pub const MIN_PERIOD_MS: f64 = 0.01;
+
+/// Longest quantum, period or interval a configuration may give, ms.
+pub const MAX_PERIOD_MS: f64 = 10_000.0;
+
 impl SimConfig {
+    /// Checks every number against its documented range, before anything is built: the
+    /// error names the key (as written in a configuration file, e.g.
+    /// `kernel.ts_quantum_ms`), the value and the range.
+    pub fn check_ranges(&self) -> Result<(), RangeError> {
+        let k = &self.kernel;
+        let (lo, hi) = (MIN_PERIOD_MS, MAX_PERIOD_MS);
+        let mut checks: Vec<(&'static str, f64, f64, f64)> = vec![
+            (
+                "duration_ms",
+                self.duration_ms,
+                f64::MIN_POSITIVE,
+                MAX_DURATION_MS,
+            ),
+            ("sample_ms", self.sample_ms, lo, 60_000.0),
+            (
+                "kernel.context_switch_us",
+                k.context_switch_us,
+                0.0,
+                10_000.0,
+            ),
+            ("kernel.cfs_latency_ms", k.cfs_latency_ms, lo, hi),
+            (
+                "kernel.cfs_min_granularity_ms",
+                k.cfs_min_granularity_ms,
+                lo,
+                hi,
+            ),
+            (
+                "kernel.cfs_wakeup_granularity_ms",
+                k.cfs_wakeup_granularity_ms,
+                0.0,
+                hi,
+            ),
+            ("kernel.rr_quantum_ms", k.rr_quantum_ms, lo, hi),
+            (
+                "kernel.rechoose_interval_ms",
+                k.rechoose_interval_ms,
+                0.0,
+                hi,
+            ),
+            ("kernel.nosteal_us", k.nosteal_us, 0.0, 1e6),
+            ("kernel.balance_interval_ms", k.balance_interval_ms, lo, hi),
+            ("kernel.migration_cost_us", k.migration_cost_us, 0.0, 1e6),
+            (
+                "kernel.starvation_limit_ms",
+                k.starvation_limit_ms,
+                lo,
+                MAX_DURATION_MS,
+            ),
+            (
+                "kernel.corun_segment_max_ms",
+                k.corun_segment_max_ms,
+                lo,
+                hi,
+            ),
+            (
+                "kernel.sample_cost_cycles",
+                k.sample_cost_cycles as f64,
+                0.0,
+                1e9,
+            ),
+        ];
+        if let Some(v) = k.ts_quantum_ms {
+            checks.push(("kernel.ts_quantum_ms", v, lo, hi));
+        }
+        if let Some(v) = k.fx_quantum_ms {
+            checks.push(("kernel.fx_quantum_ms", v, lo, hi));
+        }
+        if let Some(v) = k.slice_profile_ms {
+            checks.push(("kernel.slice_profile_ms", v, 0.1, 1000.0));
+        }
+        for (key, v, min, max) in checks {
+            if !(v >= min && v <= max) {
+                return Err(RangeError {
+                    key: key.to_string(),
+                    message: format!(
+                        "{key} = {v} is out of range: give {} to {}",
+                        if min == f64::MIN_POSITIVE {
+                            "a number above 0, up".to_string()
+                        } else {
+                            num(min)
+                        },
+                        num(max)
+                    ),
+                });
+            }
+        }
+        if !(self.warmup_ms >= 0.0 && self.warmup_ms < self.duration_ms) {
+            return Err(RangeError {
+                key: "warmup_ms".into(),
+                message: format!(
+                    "warmup_ms = {} must be at least 0 and shorter than duration_ms ({})",
+                    self.warmup_ms, self.duration_ms
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// A run of `threads` on `machine` with defaults for everything else.
     pub fn new(machine: &str, threads: Vec<ThreadGroup>) -> SimConfig {
         SimConfig {

@@ -311,56 +311,56 @@ pub struct Simulation {
     base_prefetches: PrefetchStats,
 }
 
+/// The most memory one run may use, bytes (4 GiB: runs go in parallel, one per core).
+pub const MAX_RUN_BYTES: u64 = 4 << 30;
+
+/// Host memory for the cache models' lines: one entry per line of every instance.
+fn cache_bytes(topo: &cachesched_core::Topology) -> u64 {
+    topo.caches
+        .iter()
+        .map(|c| {
+            let lines = c.size_bytes / c.line_bytes.max(1) as u64;
+            lines
+                .saturating_mul(c.instances.len() as u64)
+                .saturating_mul(crate::hw::cache::LINE_BYTES_IN_HOST)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// Host memory for the timeline: one point per `sample_ms` of the run.
+fn timeline_bytes(cfg: &SimConfig) -> u64 {
+    let points = (cfg.duration_ms / cfg.sample_ms).ceil() as u64 + 1;
+    points.saturating_mul(std::mem::size_of::<TimelinePoint>() as u64)
+}
+
+/// The memory a run of `cfg` needs, estimated before anything is allocated: the cache
+/// lines and the timeline, which grow with the configuration (threads and CPUs are
+/// bounded to kilobytes each).
+fn memory_estimate(cfg: &SimConfig, topo: &cachesched_core::Topology) -> u64 {
+    cache_bytes(topo).saturating_add(timeline_bytes(cfg))
+}
+
 impl Simulation {
     /// Builds a simulation of `cfg` with `policy` (if any) on top of the baseline; see
     /// [`build_chain`] for the configured policies.
     pub fn new(cfg: &SimConfig, policy: Option<Box<dyn Policy>>) -> Result<Simulation, SimError> {
+        cfg.check_ranges()
+            .map_err(|e| SimError::Config(e.message))?;
         let machine = cfg.machine.resolve()?;
         let topo = machine.topology()?;
+        let need = memory_estimate(cfg, &topo);
+        if need > MAX_RUN_BYTES {
+            return Err(SimError::Config(format!(
+                "this run would need about {} MiB of memory (caches {} MiB, timeline {} MiB), \
+                 more than the {} MiB a run may use: give smaller caches, fewer CPUs, a \
+                 shorter run or a longer sample_ms",
+                need >> 20,
+                cache_bytes(&topo) >> 20,
+                timeline_bytes(cfg) >> 20,
+                MAX_RUN_BYTES >> 20
+            )));
+        }
         let mut mem = MemorySystem::new(&machine, &topo)?;
-        let k = &cfg.kernel;
-        let positive = [
-            ("duration_ms", cfg.duration_ms),
-            ("sample_ms", cfg.sample_ms),
-            ("kernel.cfs_latency_ms", k.cfs_latency_ms),
-            ("kernel.cfs_min_granularity_ms", k.cfs_min_granularity_ms),
-            ("kernel.rr_quantum_ms", k.rr_quantum_ms),
-            ("kernel.ts_quantum_ms", k.ts_quantum_ms.unwrap_or(1.0)),
-            ("kernel.fx_quantum_ms", k.fx_quantum_ms.unwrap_or(1.0)),
-            ("kernel.balance_interval_ms", k.balance_interval_ms),
-            ("kernel.starvation_limit_ms", k.starvation_limit_ms),
-            ("kernel.corun_segment_max_ms", k.corun_segment_max_ms),
-            ("kernel.slice_profile_ms", k.slice_profile_ms.unwrap_or(1.0)),
-        ];
-        for (name, v) in positive {
-            if !(v > 0.0 && v.is_finite()) {
-                return Err(SimError::Config(format!(
-                    "{name} must be a positive number (got {v})"
-                )));
-            }
-        }
-        for (name, v) in [
-            ("warmup_ms", cfg.warmup_ms),
-            ("kernel.context_switch_us", k.context_switch_us),
-            ("kernel.migration_cost_us", k.migration_cost_us),
-            ("kernel.rechoose_interval_ms", k.rechoose_interval_ms),
-            ("kernel.nosteal_us", k.nosteal_us),
-            (
-                "kernel.cfs_wakeup_granularity_ms",
-                k.cfs_wakeup_granularity_ms,
-            ),
-        ] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err(SimError::Config(format!(
-                    "{name} must be non-negative (got {v})"
-                )));
-            }
-        }
-        if cfg.warmup_ms >= cfg.duration_ms {
-            return Err(SimError::Config(
-                "warmup_ms must be shorter than duration_ms".into(),
-            ));
-        }
         if let Some(q) = cfg.stop_after_quanta {
             if !(1..=1_000_000).contains(&q.quanta) {
                 return Err(SimError::Config(format!(

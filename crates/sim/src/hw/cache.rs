@@ -22,6 +22,14 @@ pub const PREFETCHED: u8 = 8;
 
 const INVALID: u64 = u64::MAX;
 
+/// Host bytes one simulated line takes (for estimating a run's memory before it
+/// allocates).
+pub const LINE_BYTES_IN_HOST: u64 = std::mem::size_of::<Line>() as u64;
+
+/// The largest cache instance a machine may have, bytes (1 GiB: 16 M lines, 256 MiB of
+/// host memory each).
+pub const MAX_CACHE_BYTES: u64 = 1 << 30;
+
 #[derive(Debug, Clone, Copy)]
 struct Line {
     /// Block number (address >> line bits), or `INVALID`.
@@ -78,6 +86,9 @@ impl CacheGeometry {
         }
         if self.ways == 0 || self.ways > u16::MAX as u32 {
             return Err(err("associativity must be between 1 and 65535"));
+        }
+        if self.size_bytes > MAX_CACHE_BYTES {
+            return Err(err("size must be at most 1 GiB"));
         }
         if self.size_bytes == 0
             || !self

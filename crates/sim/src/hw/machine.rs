@@ -228,6 +228,10 @@ fn c(
 use CacheKind::{Data as D, Instruction as I, Unified as U};
 use CacheScope::{Chip, Core};
 
+/// The most logical CPUs a simulated machine may have (the scaling benchmark's largest
+/// is 256).
+pub const MAX_CPUS: u64 = 1024;
+
 impl MachineConfig {
     /// The preset called `name` (see [`PRESETS`]).
     pub fn preset(name: &str) -> Result<MachineConfig, MachineError> {
@@ -501,7 +505,8 @@ impl MachineConfig {
         )?)
     }
 
-    /// Checks the description for consistency.
+    /// Checks the description for consistency and its sizes against their bounds
+    /// ([`MAX_CPUS`], [`crate::hw::cache::MAX_CACHE_BYTES`]).
     pub fn validate(&self) -> Result<(), MachineError> {
         let bad = |reason: String| MachineError::Invalid {
             name: self.name.clone(),
@@ -559,7 +564,21 @@ impl MachineConfig {
                 return Err(bad("caches must be listed innermost level first".into()));
             }
         }
+        let cpus = self.chips as u64 * self.cores_per_chip as u64 * self.threads_per_core as u64;
+        if cpus > MAX_CPUS {
+            return Err(bad(format!(
+                "{cpus} CPUs ({} chips × {} cores × {} threads): a machine has at most {MAX_CPUS}",
+                self.chips, self.cores_per_chip, self.threads_per_core
+            )));
+        }
         for c in &self.caches {
+            if c.size_bytes > crate::hw::cache::MAX_CACHE_BYTES {
+                return Err(bad(format!(
+                    "L{} is {} KiB: a cache has at most 1 GiB (1048576 KiB)",
+                    c.level,
+                    c.size_bytes >> 10
+                )));
+            }
             if !c.line_bytes.is_power_of_two() {
                 return Err(bad(format!(
                     "L{} line size {} is not a power of two",

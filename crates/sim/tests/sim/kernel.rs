@@ -377,6 +377,60 @@ fn bad_configuration_is_named() {
     assert!(e.contains("bogus_key"), "{e}");
 }
 
+/// Every size and rate has a range checked before anything is allocated (issue 77, item
+/// 13): a 1e-9 ms timeline interval (a 6 GB timeline), a 1e-9 ms quantum, a 1e15 ms run,
+/// a 12 TB cache and a machine whose caches would take more than a run's memory limit are
+/// refused, each naming the key and its range (or the estimate), within milliseconds.
+/// Fails if any of them is accepted (the test would then allocate or run for minutes).
+#[test]
+fn sizes_and_rates_are_refused_before_anything_is_allocated() {
+    let t0 = std::time::Instant::now();
+    let mut c = cfg("t1-dual", "compute:1", 10.0);
+    c.sample_ms = 1e-9;
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(
+        e.contains("sample_ms = 0.000000001 is out of range: give 0.01 to 60000"),
+        "{e}"
+    );
+    let mut c = cfg("t1-dual", "compute:1", 10.0);
+    c.kernel.ts_quantum_ms = Some(1e-9);
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(e.contains("kernel.ts_quantum_ms"), "{e}");
+    let c = cfg("t1-dual", "compute:1", 1e15);
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(
+        e.contains("duration_ms = 1000000000000000 is out of range"),
+        "{e}"
+    );
+    let mut c = cfg("t1-dual", "compute:1", 10.0);
+    c.machine = MachineSpec::Resized {
+        preset: "t1-dual".into(),
+        llc_kb: 12_000_000_000,
+    };
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(e.contains("a cache has at most 1 GiB"), "{e}");
+    // each cache at its largest, on 16 cores: within every bound, over the memory limit
+    let mut m = MachineSpec::Preset("power5-8chip".into())
+        .resolve()
+        .unwrap();
+    for cache in &mut m.caches {
+        let set = cache.ways as u64 * cache.line_bytes as u64;
+        cache.size_bytes = (1 << 30) / set * set;
+    }
+    let mut c = cfg("t1-dual", "compute:1", 10.0);
+    c.machine = MachineSpec::Custom(Box::new(m));
+    let e = simulate(&c).unwrap_err().to_string();
+    assert!(
+        e.contains("this run would need about") && e.contains("more than the 4096 MiB"),
+        "{e}"
+    );
+    assert!(
+        t0.elapsed().as_secs() < 30,
+        "refused only after {:?}",
+        t0.elapsed()
+    );
+}
+
 #[test]
 fn recorded_traces_replay_as_threads() {
     use cachesched_sim::trace::replay::TraceEvent;
