@@ -566,9 +566,6 @@ impl Scenario {
             }
         }
         let mut mixes: Vec<&str> = self.mixes.iter().map(|m| m.label.as_str()).collect();
-        for m in &self.mixes {
-            crate::files::component(&m.label, "mix label")?;
-        }
         if let Some(m) = self.mixes.iter().find(|m| {
             m.threads.is_empty()
                 || m.label.is_empty()
@@ -581,6 +578,9 @@ impl Scenario {
                 "mix '{}': a mix needs threads and a label of letters, digits, '-', '_' or '.'",
                 m.label
             );
+        }
+        for m in &self.mixes {
+            crate::files::component(&m.label, "mix label")?;
         }
         mixes.sort();
         mixes.dedup();
@@ -873,6 +873,7 @@ impl Scenario {
                     // size and variant (the seeds change nothing a check looks at, and
                     // building a run reads every trace its threads replay)
                     if seed == self.seeds[0] {
+                        cfg.check_ranges()?;
                         Simulation::new(&cfg, None)?;
                     }
                     jobs.push(Job {
@@ -1056,13 +1057,41 @@ pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool)
 
 /// Reads and validates a scenario file, leaving real programs' traces unrecorded.
 pub fn parse(path: &std::path::Path) -> Result<Scenario> {
-    let text = std::fs::read_to_string(path)
+    let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read scenario file '{}'", path.display()))?;
+    let text = crate::positions::utf8(path, bytes)?;
     let s: Scenario =
         toml::from_str(&text).with_context(|| format!("in scenario file '{}'", path.display()))?;
     s.validate()
         .with_context(|| format!("in scenario file '{}'", path.display()))?;
     Ok(s)
+}
+
+/// [`Scenario::plan`] of the scenario read from `path`: an error about a value out of
+/// range names the line and column that set it.
+pub fn plan_file(sc: &Scenario, path: &std::path::Path) -> Result<Vec<Planned>> {
+    sc.plan().map_err(|e| {
+        let key = if let Some(r) = e.downcast_ref::<cachesched_sim::RangeError>() {
+            Some(r.key.clone())
+        } else if matches!(e.downcast_ref::<SimError>(), Some(SimError::Machine(_)))
+            || e.downcast_ref::<cachesched_sim::hw::machine::MachineError>()
+                .is_some()
+        {
+            // a machine the file's own `machine` key resolves is checked while it is read,
+            // with its position: here it is a swept LLC size
+            Some("llc_kb".to_string())
+        } else {
+            None
+        };
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        match key.and_then(|k| crate::positions::locate(&text, &k).map(|p| (k, p))) {
+            Some((_, (line, col))) => anyhow::anyhow!("{e:#}").context(format!(
+                "in scenario file '{}', line {line}, column {col}",
+                path.display()
+            )),
+            None => e.context(format!("in scenario file '{}'", path.display())),
+        }
+    })
 }
 
 /// Loads and validates a scenario file; real programs it names get their cached traces
@@ -1088,7 +1117,7 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         Some(o) => o.clone(),
         None => PathBuf::from("results").join(crate::files::component(&sc.name, "scenario name")?),
     };
-    let planned = sc.plan()?;
+    let planned = plan_file(&sc, &a.scenario)?;
     // an unusable output directory is said before the runs, not after them
     for p in &planned {
         crate::files::check_writable_dir(&p.out(&out))?;

@@ -17,6 +17,7 @@ mod info_cmd;
 mod mrc_cmd;
 mod paper;
 mod plan;
+mod positions;
 mod real;
 mod replay_cmd;
 mod reproduce;

@@ -328,9 +328,7 @@ fn prepare(f: &Path, a: &PaperArgs) -> Result<(Scenario, Vec<crate::experiment::
     }
     sc.validate()
         .with_context(|| format!("in scenario file '{}'", f.display()))?;
-    let planned = sc
-        .plan()
-        .with_context(|| format!("in scenario file '{}'", f.display()))?;
+    let planned = crate::experiment::plan_file(&sc, f)?;
     Ok((sc, planned))
 }
 

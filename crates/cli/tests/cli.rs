@@ -145,7 +145,7 @@ fn bad_input_gets_clear_errors() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("duration_ms must be a positive number"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("duration_ms = -5 is out of range"));
     // a misspelled machine is named with its file and line, like the parser's errors
     std::fs::write(
         &sc,
@@ -167,7 +167,42 @@ fn bad_input_gets_clear_errors() {
     );
     assert!(run_err(&["experiment", "/nonexistent/scenario.toml"])
         .contains("cannot read scenario file"));
+    // range errors name their line and column like type errors (issue 77, item 14)
+    let base =
+        "name = \"x\"\nmachine = \"t1-dual\"\nthreads = [{ profile = \"small\", count = 1 }]\n";
+    for (extra, key_line, col, what) in [
+        (
+            "duration_ms = 0\n",
+            4,
+            15,
+            "duration_ms = 0 is out of range",
+        ),
+        (
+            "duration_ms = 100\nwarmup_ms = 100\n",
+            5,
+            13,
+            "warmup_ms = 100 must be",
+        ),
+        ("sweep = { llc_kb = [0, 64] }\n", 4, 20, "must be non-zero"),
+    ] {
+        std::fs::write(&sc, format!("{base}{extra}")).unwrap();
+        let e = run_err(&["experiment", sc.to_str().unwrap()]);
+        assert!(
+            e.contains(&format!("line {key_line}, column {col}")) && e.contains(what),
+            "{extra}: {e}"
+        );
+    }
+    std::fs::write(&sc, base.replace("count = 1", "count = 4097")).unwrap();
+    let e = run_err(&["experiment", sc.to_str().unwrap()]);
+    assert!(
+        e.contains("line 3, column 41") && e.contains("4097 threads"),
+        "{e}"
+    );
+    std::fs::write(&sc, b"name = \"\xff\"\n").unwrap();
+    let e = run_err(&["experiment", sc.to_str().unwrap()]);
+    assert!(e.contains("not UTF-8 text: line 1, column 9"), "{e}");
     // --jobs out of range is refused, not clamped (issue 77, item 16)
+    std::fs::write(&sc, base).unwrap();
     for j in ["0", "100000"] {
         let e = run_err(&["experiment", sc.to_str().unwrap(), "--jobs", j]);
         assert!(e.contains("give 1 to 1024"), "{j}: {e}");

@@ -843,6 +843,22 @@ impl SimConfig {
                 });
             }
         }
+        if let Some(g) = self.threads.iter().find(|g| g.count == 0) {
+            return Err(RangeError {
+                key: "count".into(),
+                message: format!(
+                    "thread group '{}' has count 0: give 1 to {MAX_THREADS}",
+                    g.name()
+                ),
+            });
+        }
+        let total: u64 = self.threads.iter().map(|g| g.count as u64).sum();
+        if total > MAX_THREADS as u64 {
+            return Err(RangeError {
+                key: "count".into(),
+                message: format!("{total} threads in all; a simulation runs at most {MAX_THREADS}"),
+            });
+        }
         if !(self.warmup_ms >= 0.0 && self.warmup_ms < self.duration_ms) {
             return Err(RangeError {
                 key: "warmup_ms".into(),

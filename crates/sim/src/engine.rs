@@ -381,20 +381,6 @@ impl Simulation {
                 "no threads: give at least one thread group".into(),
             ));
         }
-        if let Some(g) = cfg.threads.iter().find(|g| g.count == 0) {
-            return Err(SimError::Config(format!(
-                "thread group '{}' has count 0: give 1 to {}",
-                g.name(),
-                crate::config::MAX_THREADS
-            )));
-        }
-        let total: u64 = cfg.threads.iter().map(|g| g.count as u64).sum();
-        if total > crate::config::MAX_THREADS as u64 {
-            return Err(SimError::Config(format!(
-                "{total} threads in all; a simulation runs at most {}",
-                crate::config::MAX_THREADS
-            )));
-        }
         for p in &cfg.policies {
             p.validate().map_err(|e| SimError::Config(e.to_string()))?;
         }

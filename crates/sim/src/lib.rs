@@ -13,7 +13,7 @@ pub mod workload;
 
 pub use config::{
     Baseline, GroupAssignment, KernelConfig, MachineSpec, PagePlacement, Pin, QuantaStop,
-    SimConfig, ThreadGroup, TraceStart, WorkSegment,
+    RangeError, SimConfig, ThreadGroup, TraceStart, WorkSegment,
 };
 pub use engine::{build_chain, simulate, simulate_with, SimError, Simulation};
 pub use hw::machine::{MachineConfig, PAPER_MIXES, PRESETS};
