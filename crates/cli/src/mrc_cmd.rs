@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;
 use cachesched_sim::trace::mrc::{curve_sizes, Shards, StackDistances};
 use cachesched_sim::trace::replay::{LackeyReader, TraceEvent};
-use cachesched_sim::trace::{TraceReader, MAGIC};
+use cachesched_sim::trace::{is_binary_trace, TraceReader};
 use cachesched_sim::workload::{profile, LocalityThread};
 use clap::Args;
 use serde::Serialize;
@@ -121,7 +121,7 @@ pub fn run(a: MrcArgs) -> Result<()> {
                 | TraceEvent::Modify { addr, .. } => feed(addr),
                 _ => {}
             };
-            if input.fill_buf()?.starts_with(MAGIC) {
+            if is_binary_trace(input.fill_buf()?) {
                 let mut r = TraceReader::new(input)?;
                 while let Some(e) = r
                     .next_event()

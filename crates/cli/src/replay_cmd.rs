@@ -2,7 +2,9 @@
 
 use anyhow::{bail, Context, Result};
 use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, LackeyReader, TraceEvent};
-use cachesched_sim::trace::{replay_binary, replay_binary_slice, TraceWriter, MAGIC};
+use cachesched_sim::trace::{
+    is_binary_trace, replay_binary, replay_binary_slice, verify, TraceWriter,
+};
 use clap::{Args, Subcommand};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -226,7 +228,10 @@ pub fn replay_file(sim: &mut CgSim, path: &str) -> Result<()> {
     if path != "-" {
         let map = cachesched_linux::Mapped::open(std::path::Path::new(path))
             .with_context(|| format!("cannot open trace file '{path}'"))?;
-        if map.starts_with(MAGIC) {
+        if is_binary_trace(&map) {
+            // the whole trace is checked first (end record, hash): a damaged one is
+            // refused, not replayed in part
+            verify(&map).with_context(|| format!("in trace '{path}'"))?;
             replay_binary_slice(sim, &map).with_context(|| format!("in trace '{path}'"))?;
             return Ok(());
         }
@@ -238,7 +243,7 @@ pub fn replay_file(sim: &mut CgSim, path: &str) -> Result<()> {
             .with_context(|| format!("cannot open trace file '{path}'"))?;
         Box::new(BufReader::with_capacity(1 << 20, f))
     };
-    let binary = input.fill_buf()?.starts_with(MAGIC);
+    let binary = is_binary_trace(input.fill_buf()?);
     if binary {
         replay_binary(sim, input).with_context(|| format!("in trace '{path}'"))?;
     } else {

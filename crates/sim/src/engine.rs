@@ -479,7 +479,8 @@ impl Simulation {
                                 SimError::Config(format!("trace of group '{label}': {e}"))
                             })?;
                         if *start == TraceStart::Seeded {
-                            let len = bytes.len() as u64;
+                            // over the records only (not a trace's end record)
+                            let len = crate::trace::records_end(bytes) as u64;
                             t.start_at_byte(rng.fork(3000 + idx as u64).below(len.max(1)));
                         }
                         Box::new(t)

@@ -1,8 +1,14 @@
 //! A compact binary form of lackey memory traces, and fast cachegrind-exact replay of it.
 //!
-//! # Format (`CSTRACE1`)
+//! # Format (`CSTRACE2`; `CSTRACE1` is read too)
 //!
-//! An 8-byte magic `CSTRACE1`, then one record per event. The high nibble of a
+//! An 8-byte magic `CSTRACE2`, then one record per event, then an end record: the byte
+//! `0x70`, a varint count of the records before it and the FNV-1a 64-bit hash (8 bytes,
+//! little-endian) of every byte before the end record, magic included. [`verify`]
+//! checks them, so that a trace cut at a record boundary or with bytes changed is
+//! refused before it is used; readers stop at the end record. Traces of the first
+//! version (`CSTRACE1`) have no end record: they are read, but a cut at a record
+//! boundary or a changed byte that still decodes cannot be told. The high nibble of a
 //! record's first byte is its kind, the low nibble its size (0: the size follows as a
 //! LEB128 varint):
 //!
@@ -15,6 +21,7 @@
 //! | 4 | modify | same |
 //! | 5 | a [`TraceEvent::HitRun`] of *size* instructions | varint: their total bytes |
 //! | 6 | instruction at the predicted branch target | — |
+//! | 7 | the end record (`CSTRACE2`) | varint record count, 8-byte hash |
 //!
 //! The branch-target predictor remembers, per hashed fall-through address (the end of
 //! the previous instruction), where control went last time; a loop's back edge costs one
@@ -47,8 +54,19 @@ fn pred_slot(next_i: u64) -> usize {
     (next_i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize & (PRED_SIZE - 1)
 }
 
-/// The magic bytes that start a binary trace.
+/// The magic bytes that start a binary trace of the first version (no end record).
 pub const MAGIC: &[u8; 8] = b"CSTRACE1";
+
+/// The magic bytes that start a binary trace as written now (with its end record).
+pub const MAGIC2: &[u8; 8] = b"CSTRACE2";
+
+/// Whether `prefix` starts a binary trace of either version.
+pub fn is_binary_trace(prefix: &[u8]) -> bool {
+    prefix.starts_with(MAGIC) || prefix.starts_with(MAGIC2)
+}
+
+/// The header byte of the end record.
+const END: u8 = 0x70;
 
 /// Encodes events into the binary form.
 pub struct TraceWriter<W: Write> {
@@ -63,6 +81,10 @@ pub struct TraceWriter<W: Write> {
     pub events: u64,
     /// Bytes written (including the magic).
     pub bytes: u64,
+    /// Records written (a hit run is one record of many events).
+    records: u64,
+    /// FNV-1a hash of every byte written.
+    hash: u64,
 }
 
 fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
@@ -84,8 +106,10 @@ fn unzigzag(v: u64) -> i64 {
 impl<W: Write> TraceWriter<W> {
     /// A writer that has written the magic to `out`.
     pub fn new(mut out: W) -> std::io::Result<Self> {
-        out.write_all(MAGIC)?;
+        out.write_all(MAGIC2)?;
         Ok(TraceWriter {
+            records: 0,
+            hash: cachesched_core::hash::fnv1a(MAGIC2),
             out,
             next_i: 0,
             run_count: 0,
@@ -94,11 +118,12 @@ impl<W: Write> TraceWriter<W> {
             targets: vec![0; PRED_SIZE],
             buf: Vec::with_capacity(1 << 16),
             events: 0,
-            bytes: MAGIC.len() as u64,
+            bytes: MAGIC2.len() as u64,
         })
     }
 
     fn head(&mut self, kind: u8, size: u64) {
+        self.records += 1;
         if (1..16).contains(&size) {
             self.buf.push(kind << 4 | size as u8);
         } else {
@@ -176,16 +201,22 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn flush_buf(&mut self) -> std::io::Result<()> {
+        self.hash = cachesched_core::hash::fnv1a_from(self.hash, &self.buf);
         self.out.write_all(&self.buf)?;
         self.bytes += self.buf.len() as u64;
         self.buf.clear();
         Ok(())
     }
 
-    /// Flushes and returns the underlying writer.
+    /// Writes the end record, flushes and returns the underlying writer.
     pub fn finish(mut self) -> std::io::Result<W> {
         self.flush_run();
         self.flush_buf()?;
+        let mut end = vec![END];
+        put_varint(&mut end, self.records);
+        end.extend_from_slice(&self.hash.to_le_bytes());
+        self.out.write_all(&end)?;
+        self.bytes += end.len() as u64;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -210,14 +241,17 @@ struct Decoder {
     next_i: u64,
     pred: Vec<u64>,
     targets: Vec<u64>,
+    /// Whether the trace has an end record (`CSTRACE2`), at which decoding stops.
+    ends: bool,
 }
 
 impl Decoder {
-    fn new() -> Decoder {
+    fn new(ends: bool) -> Decoder {
         Decoder {
             next_i: 0,
             pred: vec![0; PRED_SIZE],
             targets: vec![0; PRED_SIZE],
+            ends,
         }
     }
 
@@ -235,6 +269,10 @@ impl Decoder {
         let start = *pos;
         let mut p = start;
         let h = data[p];
+        if h == END && self.ends {
+            // the end record: nothing after it is an event
+            return Ok(None);
+        }
         p += 1;
         let mut size = (h & 15) as u64;
         let truncated = || bad(base + start as u64, "trace ends inside a record");
@@ -367,7 +405,7 @@ impl<R: std::io::Read> TraceReader<R> {
         inner
             .read_exact(&mut magic)
             .map_err(|_| bad(0, "too short for a trace header"))?;
-        if &magic != MAGIC {
+        if !is_binary_trace(&magic) {
             return Err(bad(0, "not a cachesched binary trace (bad magic)"));
         }
         Ok(TraceReader {
@@ -377,7 +415,7 @@ impl<R: std::io::Read> TraceReader<R> {
             len: 0,
             eof: false,
             base: 8,
-            dec: Decoder::new(),
+            dec: Decoder::new(&magic == MAGIC2),
         })
     }
 
@@ -510,20 +548,10 @@ impl TraceThread {
         self.pending = 0;
     }
 
-    /// Checks that `bytes` is a binary trace with at least one data access.
+    /// Checks that `bytes` is a whole binary trace ([`verify`]) with at least one data
+    /// access.
     pub fn validate(bytes: &[u8]) -> Result<(), ReplayError> {
-        let mut data = false;
-        let mut r = TraceReader::with_capacity(bytes, 1 << 16)?;
-        while let Some(e) = r.next_event()? {
-            if matches!(
-                e,
-                TraceEvent::Load { .. } | TraceEvent::Store { .. } | TraceEvent::Modify { .. }
-            ) {
-                data = true;
-                break;
-            }
-        }
-        if data {
+        if verify(bytes)?.data > 0 {
             Ok(())
         } else {
             Err(bad(8, "the trace has no data access to replay"))
@@ -633,10 +661,10 @@ pub fn replay_binary_slice(sim: &mut CgSim, bytes: &[u8]) -> Result<u64, ReplayE
     if bytes.len() < MAGIC.len() {
         return Err(bad(0, "too short for a trace header"));
     }
-    if &bytes[..8] != MAGIC {
+    if !is_binary_trace(bytes) {
         return Err(bad(0, "not a cachesched binary trace (bad magic)"));
     }
-    let mut dec = Decoder::new();
+    let mut dec = Decoder::new(bytes.starts_with(MAGIC2));
     let mut pos = 8;
     let safe_end = bytes.len().saturating_sub(MAX_RECORD);
     let mut n = 0u64;
@@ -652,6 +680,106 @@ pub fn replay_binary_slice(sim: &mut CgSim, bytes: &[u8]) -> Result<u64, ReplayE
             None => return Ok(n),
         }
     }
+}
+
+/// Where the records of the trace `bytes` end: before the end record of a `CSTRACE2`
+/// trace (found from the back: 8 hash bytes, a varint whose bytes before the last have
+/// the high bit set, the end byte), at the end of a first-version one. A seeded start
+/// point is drawn over the records only, so that a trace's end record changes no run.
+pub fn records_end(bytes: &[u8]) -> usize {
+    if !bytes.starts_with(MAGIC2) || bytes.len() < 8 + 1 + 1 + 8 {
+        return bytes.len();
+    }
+    let mut j = bytes.len() - 9;
+    if bytes[j] & 0x80 != 0 {
+        return bytes.len();
+    }
+    while j > 8 && bytes[j - 1] & 0x80 != 0 {
+        j -= 1;
+    }
+    if j > 8 && bytes[j - 1] == END {
+        j - 1
+    } else {
+        bytes.len()
+    }
+}
+
+/// What [`verify`] found in a whole trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceCheck {
+    /// Records decoded.
+    pub records: u64,
+    /// Data accesses (loads, stores, modifies) among them.
+    pub data: u64,
+    /// Whether the end record's count and hash were checked (`CSTRACE2`; a trace of the
+    /// first version has none).
+    pub checked_end: bool,
+}
+
+/// Decodes the whole trace `bytes` and, for a trace with an end record, checks that the
+/// end record is there, that it counts the records decoded and that its hash is that of
+/// every byte before it, and that nothing follows it: a trace cut anywhere, or with
+/// bytes changed, is refused with the byte offset of the problem.
+pub fn verify(bytes: &[u8]) -> Result<TraceCheck, ReplayError> {
+    if bytes.len() < MAGIC.len() {
+        return Err(bad(0, "too short for a trace header"));
+    }
+    if !is_binary_trace(bytes) {
+        return Err(bad(0, "not a cachesched binary trace (bad magic)"));
+    }
+    let ends = bytes.starts_with(MAGIC2);
+    let mut dec = Decoder::new(ends);
+    let mut pos = 8;
+    let (mut records, mut data) = (0u64, 0u64);
+    while let Some(e) = dec.decode_one(bytes, &mut pos, 0)? {
+        records += 1;
+        if matches!(
+            e,
+            TraceEvent::Load { .. } | TraceEvent::Store { .. } | TraceEvent::Modify { .. }
+        ) {
+            data += 1;
+        }
+    }
+    if !ends {
+        return Ok(TraceCheck {
+            records,
+            data,
+            checked_end: false,
+        });
+    }
+    if pos >= bytes.len() {
+        return Err(bad(
+            pos as u64,
+            "the trace ends without its end record: it was cut (record it again)",
+        ));
+    }
+    let end_at = pos;
+    let mut p = pos + 1;
+    let count = varint(bytes, &mut p).ok_or_else(|| bad(end_at as u64, "the end record is cut"))?;
+    if count != records {
+        return Err(bad(
+            end_at as u64,
+            "the end record counts another number of records than the trace has: it was cut or changed",
+        ));
+    }
+    let hash: [u8; 8] = bytes
+        .get(p..p + 8)
+        .and_then(|h| h.try_into().ok())
+        .ok_or_else(|| bad(end_at as u64, "the end record is cut"))?;
+    if u64::from_le_bytes(hash) != cachesched_core::hash::fnv1a(&bytes[..end_at]) {
+        return Err(bad(
+            end_at as u64,
+            "the trace's bytes do not match the hash in its end record: it was changed (record it again)",
+        ));
+    }
+    if p + 8 != bytes.len() {
+        return Err(bad((p + 8) as u64, "bytes follow the end record"));
+    }
+    Ok(TraceCheck {
+        records,
+        data,
+        checked_end: true,
+    })
 }
 
 /// A varint known to be fully buffered (at most 10 bytes are read; malformed input is
@@ -763,6 +891,70 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("ends inside"));
+    }
+
+    /// A whole trace is checked before use (issue 77, item 15): bytes changed anywhere
+    /// (even ones that still decode), a trace cut at a record boundary or inside the end
+    /// record, and bytes after it are refused; a first-version trace (no end record) is
+    /// still read. Fails if `verify` accepts any damaged trace, or if damage that still
+    /// decodes reaches the simulation.
+    #[test]
+    fn a_damaged_or_cut_trace_is_refused_whole() {
+        let mut w = TraceWriter::new(Vec::new()).unwrap();
+        for i in 0..20_000u64 {
+            w.write(TraceEvent::Instr {
+                addr: 0x401000 + (i % 50) * 4,
+                size: 4,
+            })
+            .unwrap();
+            w.write(TraceEvent::Load {
+                addr: 0x7f00_0000_0000 + (i * 64) % (64 << 10),
+                size: 8,
+            })
+            .unwrap();
+        }
+        let good = w.finish().unwrap();
+        let ok = verify(&good).unwrap();
+        assert!(ok.checked_end && ok.data == 20_000, "{ok:?}");
+        assert_eq!(good[records_end(&good)], END);
+        assert!(TraceThread::validate(&good).is_ok());
+        // 200 bytes changed in the records (xor 1 keeps most of them decodable)
+        let mut flipped = good.clone();
+        let step = (good.len() - 40) / 200;
+        for k in 0..200 {
+            flipped[16 + k * step] ^= 1;
+        }
+        let e = verify(&flipped).unwrap_err().to_string();
+        assert!(e.contains("changed") || e.contains("offset"), "{e}");
+        // cut at a record boundary: the end record is missing
+        let end = good.len() - 1 - 8 - {
+            let mut n = Vec::new();
+            put_varint(&mut n, ok.records);
+            n.len()
+        };
+        assert_eq!(good[end], END);
+        let e = verify(&good[..end]).unwrap_err().to_string();
+        assert!(e.contains("without its end record"), "{e}");
+        let e = verify(&good[..good.len() - 3]).unwrap_err().to_string();
+        assert!(e.contains("end record is cut"), "{e}");
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(verify(&longer)
+            .unwrap_err()
+            .to_string()
+            .contains("follow the end record"));
+        // the first version, without an end record, is read as before
+        assert_eq!(records_end(&good), end);
+        let mut v1 = MAGIC.to_vec();
+        v1.extend_from_slice(&good[8..end]);
+        assert_eq!(records_end(&v1), v1.len());
+        let c = verify(&v1).unwrap();
+        assert_eq!((c.records, c.checked_end), (ok.records, false));
+        let mut n = 0;
+        read_trace(&v1[..], |_| n += 1).unwrap();
+        let mut m = 0;
+        read_trace(&good[..], |_| m += 1).unwrap();
+        assert_eq!(n, m);
     }
 
     #[test]

@@ -456,6 +456,24 @@ fn recorded_traces_replay_as_threads() {
     let path = dir.join("loop.cst");
     std::fs::write(&path, w.finish().unwrap()).unwrap();
     let mix = format!("{}:2,small:2", path.display());
+    // a damaged copy is refused whole before the run, not replayed in part
+    let mut bad = std::fs::read(&path).unwrap();
+    for k in 0..200 {
+        let i = 16 + k * (bad.len() - 40) / 200;
+        bad[i] ^= 1;
+    }
+    let bad_path = dir.join("damaged.cst");
+    std::fs::write(&bad_path, &bad).unwrap();
+    let bad_mix = format!("{}:2", bad_path.display());
+    let e = ThreadGroup::parse_mix(&bad_mix)
+        .map_err(|e| e.to_string())
+        .and_then(|g| {
+            let mut c = SimConfig::new("t1-dual", g);
+            c.duration_ms = 5.0;
+            simulate(&c).map(|_| ()).map_err(|e| e.to_string())
+        })
+        .unwrap_err();
+    assert!(e.contains("damaged.cst"), "{e}");
     let mut c = SimConfig::new("t1-dual", ThreadGroup::parse_mix(&mix).unwrap());
     c.duration_ms = 30.0;
     let r = simulate(&c).unwrap();
