@@ -1060,8 +1060,13 @@ pub fn parse(path: &std::path::Path) -> Result<Scenario> {
     let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read scenario file '{}'", path.display()))?;
     let text = crate::positions::utf8(path, bytes)?;
+    parse_text(path, &text)
+}
+
+/// [`parse`] of the text of the file at `path` (named in errors).
+pub fn parse_text(path: &std::path::Path, text: &str) -> Result<Scenario> {
     let s: Scenario =
-        toml::from_str(&text).with_context(|| format!("in scenario file '{}'", path.display()))?;
+        toml::from_str(text).with_context(|| format!("in scenario file '{}'", path.display()))?;
     s.validate()
         .with_context(|| format!("in scenario file '{}'", path.display()))?;
     Ok(s)

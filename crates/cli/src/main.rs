@@ -12,6 +12,8 @@ mod docs_block;
 mod experiment;
 mod files;
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod golden;
 mod info_cmd;
 mod mrc_cmd;

@@ -1338,6 +1338,66 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    use proptest::prelude::*;
+
+    /// A journal line: valid (of a thread id no thread can have: above the largest
+    /// pid_max, 4,194,304), or one with a field garbled, cut or missing.
+    fn journal_line() -> impl Strategy<Value = String> {
+        let which = prop_oneof![Just("nice"), Just("slice"), Just("affinity"), Just("bogus")];
+        (
+            4_200_000i32..i32::MAX,
+            any::<u64>(),
+            -25i32..25,
+            which,
+            0usize..6,
+            any::<bool>(),
+        )
+            .prop_map(|(tid, start, nice, which, cut, legacy)| {
+                let set = if legacy {
+                    String::new()
+                } else {
+                    format!(", \"set\": {{\"nice\": {nice}, \"affinity\": [0, 1]}}")
+                };
+                let line = format!(
+                    "{{\"tid\": {tid}, \"start\": {start}, \"orig\": {{\"affinity\": [0], \"slice_ns\": 0, \"nice\": {nice}}}, \"changed\": \"{which}\"{set}}}"
+                );
+                match cut {
+                    0 => line[..line.len() / 2].to_string(),
+                    1 => line.replace("\"orig\"", "\"orig2\""),
+                    _ => line,
+                }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Arbitrary bytes: every line is an entry or reported as invalid, with its number.
+        #[test]
+        fn journal_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..3000)) {
+            let mut out = FileRestoreReport::default();
+            let lines = bytes.split(|&b| b == b'\n').count();
+            let _ = parse(&bytes, &mut out);
+            prop_assert!(out.invalid.iter().all(|(n, _)| *n >= 1 && *n <= lines));
+        }
+
+        /// Journal-like files go through the whole restore, trust checks included, and
+        /// change nothing (no thread has their ids); the file is kept when a line was bad.
+        #[test]
+        fn journal_files_never_panic(lines in proptest::collection::vec(journal_line(), 0..12)) {
+            let dir = tmp("fuzz");
+            let path = dir.join("j");
+            let text = lines.join("\n") + "\n";
+            let mut f = create_private(&path).unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            drop(f);
+            let r = restore_file(&path, None).unwrap();
+            prop_assert_eq!(r.report.restored, 0);
+            prop_assert_eq!(r.removed, r.invalid.is_empty() && r.refused.is_empty());
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
     #[test]
     fn a_vanished_thread_is_gone_not_an_error() {
         let (mut c, tid) = child();

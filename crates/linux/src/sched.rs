@@ -254,7 +254,7 @@ pub fn kernel_honours_slices() -> Option<bool> {
     Some((major, minor) >= (6, 12))
 }
 
-/// A thread's scheduling settings: what [`Journal`] restores.
+/// A thread's scheduling settings: what [`crate::journal::Journal`] restores.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Settings {
     /// OS CPU numbers it may run on.
