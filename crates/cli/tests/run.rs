@@ -3,6 +3,13 @@
 //! (fewer involuntary context switches with long slices, fewer migrations with
 //! affinity). The tests serialise on a lock: they measure the kernel's scheduling of
 //! CPU-bound processes, which other tests running at the same time would disturb.
+//!
+//! The three that measure a real effect of scheduling (context switches, migrations,
+//! co-run segments) need CPUs that no other process uses: a CPU-bound process elsewhere
+//! on the machine preempts the managed threads whatever their slices (measured: all
+//! three fail beside two spinning threads). They are the real-host suite, `#[ignore]`d
+//! in `cargo test` and run by `.ci/run` after it, whose outcome it reports on a line of
+//! its own (`cargo test -p cachesched-cli --test run -- --ignored`).
 
 use cachesched_linux::process::{send, SIGKILL, SIGTERM};
 use cachesched_linux::sched::{self, Settings};
@@ -290,6 +297,7 @@ fn sh(script: &str, policy: Option<&str>) -> Output {
 }
 
 #[test]
+#[ignore = "real-host suite: measures real scheduling, needs CPUs no other process uses; run by .ci/run on its own line: cargo test -p cachesched-cli --test run -- --ignored"]
 fn static_aggregation_cuts_involuntary_context_switches() {
     let _g = serial();
     // two CPU-bound processes sharing OS CPU 0 for 2 s; the machine is shared and
@@ -319,6 +327,7 @@ fn static_aggregation_cuts_involuntary_context_switches() {
 }
 
 #[test]
+#[ignore = "real-host suite: measures real scheduling, needs CPUs no other process uses; run by .ci/run on its own line: cargo test -p cachesched-cli --test run -- --ignored"]
 fn affinity_cuts_migrations() {
     let _g = serial();
     let host = read_host_topology().unwrap();
@@ -1016,6 +1025,7 @@ fn cachefair_refuses_without_its_counters_or_classes() {
 /// yields a segment with both as members. Fails if no segments are built, if they are
 /// rare (most intervals uncertain), or if their length is not the interval's.
 #[test]
+#[ignore = "real-host suite: measures real scheduling, needs CPUs no other process uses; run by .ci/run on its own line: cargo test -p cachesched-cli --test run -- --ignored"]
 fn corun_segments_are_built_from_real_threads() {
     let _g = serial();
     let host = read_host_topology().unwrap();
