@@ -1717,3 +1717,47 @@ fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
         "seed 2's results, not the copied seed 1's"
     );
 }
+
+/// `experiment` stops cleanly on SIGTERM as on Ctrl-C (issue 77, item 12): it says it
+/// was interrupted, writes nothing more and exits with 130, instead of dying with 143.
+/// Fails if SIGTERM kills it outright or it goes on running.
+#[test]
+fn experiment_stops_cleanly_on_sigterm() {
+    let d = tmp("sigterm");
+    let sc = d.join("long.toml");
+    std::fs::write(
+        &sc,
+        "name = \"long\"\nmachine = \"niagara-2c\"\nthreads = [{ profile = \"art\", count = 6 }]\nduration_ms = 60000\nseeds = [1]\n",
+    )
+    .unwrap();
+    let child = bin()
+        .args(["experiment", sc.to_str().unwrap(), "--jobs", "1", "--out"])
+        .arg(d.join("out"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    send_signal(child.id() as i32, 15);
+    let t0 = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        t0.elapsed().as_secs() < 20,
+        "took {:?} to stop",
+        t0.elapsed()
+    );
+    assert!(!d.join("out/results.json").exists());
+}
+
+/// Sends signal `sig` to `pid` with the `kill` command (this test crate has no libc).
+fn send_signal(pid: i32, sig: i32) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} {pid}");
+}
