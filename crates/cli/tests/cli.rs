@@ -1628,16 +1628,16 @@ fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
     std::fs::write(&victim, "precious").unwrap();
     std::os::unix::fs::symlink(&victim, o.join("report.md")).unwrap();
     let runs = d.join("runs");
-    let out = bin()
-        .env("CACHESCHED_RUNS", &runs)
-        .args([
-            "experiment",
-            sc.to_str().unwrap(),
-            "--out",
-            o.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    // `experiment` on the scenario file into `out`, with the run cache `runs`
+    let experiment = |out: &std::path::Path| {
+        bin()
+            .env("CACHESCHED_RUNS", &runs)
+            .args(["experiment", sc.to_str().unwrap(), "--out"])
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out = experiment(&o);
     assert!(
         out.status.success(),
         "{}",
@@ -1674,17 +1674,7 @@ fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
         ),
     )
     .unwrap();
-    let plan = bin()
-        .env("CACHESCHED_RUNS", &runs)
-        .args([
-            "experiment",
-            sc.to_str().unwrap(),
-            "--out",
-            d.join("o2").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(plan.status.success());
+    assert!(experiment(&d.join("o2")).status.success());
     let after: Vec<_> = std::fs::read_dir(&runs)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -1695,16 +1685,7 @@ fn outputs_stay_in_their_place_and_the_run_cache_checks_its_keys() {
         .expect("seed 2's entry")
         .clone();
     std::fs::copy(&entries[0], &other).unwrap();
-    let out = bin()
-        .env("CACHESCHED_RUNS", &runs)
-        .args([
-            "experiment",
-            sc.to_str().unwrap(),
-            "--out",
-            d.join("o3").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let out = experiment(&d.join("o3"));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{e}");
     assert!(

@@ -1065,14 +1065,9 @@ fn corun_segments_are_built_from_real_threads() {
     kill_all(vec![b]);
 }
 
-/// A clean stop restores the threads created since the last scan: they inherited the
-/// changed settings of the thread that created them (issue 77, item 3). A process starts
-/// a thread every 2 ms while the daemon scans only every 400 ms, so a stop finds about
-/// 200 threads it never saw; every thread of the process has its original settings
-/// after the stop. Fails if the stop restores only the threads it had journalled.
-#[test]
-fn a_clean_stop_restores_threads_born_since_the_last_scan() {
-    let _g = serial();
+/// A process whose main thread starts a sleeping thread every 2 ms for 20 s (`burn
+/// --spawn-every-ms`), its id, and its settings before anything manages it.
+fn spawner() -> (Child, i32, Settings) {
     let c = bin()
         .args([
             "burn",
@@ -1090,6 +1085,31 @@ fn a_clean_stop_restores_threads_born_since_the_last_scan() {
     let pid = c.id() as i32;
     std::thread::sleep(Duration::from_millis(200));
     let before = Settings::read(pid).unwrap();
+    (c, pid, before)
+}
+
+/// Asserts that every thread of `threads` has the settings `before` (`said`: what the
+/// command printed, for the message).
+fn assert_all_are(threads: &BTreeMap<i32, Settings>, before: &Settings, said: &str) {
+    let changed: Vec<_> = threads.iter().filter(|(_, s)| *s != before).collect();
+    assert!(
+        changed.is_empty(),
+        "{} of {} threads left changed, e.g. {:?}; {said}",
+        changed.len(),
+        threads.len(),
+        changed.first()
+    );
+}
+
+/// A clean stop restores the threads created since the last scan: they inherited the
+/// changed settings of the thread that created them (issue 77, item 3). A process starts
+/// a thread every 2 ms while the daemon scans only every 400 ms, so a stop finds about
+/// 200 threads it never saw; every thread of the process has its original settings
+/// after the stop. Fails if the stop restores only the threads it had journalled.
+#[test]
+fn a_clean_stop_restores_threads_born_since_the_last_scan() {
+    let _g = serial();
+    let (c, pid, before) = spawner();
     let out = daemon_on(&[pid], &["--scan-ms", "400", "--duration-s", "1.3"])
         .wait_with_output()
         .unwrap();
@@ -1101,14 +1121,7 @@ fn a_clean_stop_restores_threads_born_since_the_last_scan() {
         "the process kept starting threads: {}",
         after.len()
     );
-    let changed: Vec<_> = after.iter().filter(|(_, s)| **s != before).collect();
-    assert!(
-        changed.is_empty(),
-        "{} of {} threads left changed, e.g. {:?}; {err}",
-        changed.len(),
-        after.len(),
-        changed.first()
-    );
+    assert_all_are(&after, &before, &err);
     kill_all(vec![c]);
 }
 
@@ -1218,23 +1231,7 @@ fn restore_with_pid_resets_threads_born_after_the_journal() {
     let _g = serial();
     let d = tmp("restore-sweep");
     let journal = d.join("j.jsonl");
-    let c = bin()
-        .args([
-            "burn",
-            "--threads",
-            "1",
-            "--ms",
-            "20000",
-            "--spawn-every-ms",
-            "2",
-        ])
-        .args(["--work-us", "1000", "--sleep-us", "9000"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = c.id() as i32;
-    std::thread::sleep(Duration::from_millis(200));
-    let before = Settings::read(pid).unwrap();
+    let (c, pid, before) = spawner();
     let j = journal.to_str().unwrap();
     let mut daemon = daemon_on(&[pid], &["--scan-ms", "400", "--journal", j]);
     std::thread::sleep(Duration::from_millis(1300));
@@ -1251,15 +1248,7 @@ fn restore_with_pid_resets_threads_born_after_the_journal() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let after = settings_of(&[pid]);
-    let changed: Vec<_> = after.iter().filter(|(_, s)| **s != before).collect();
-    assert!(
-        changed.is_empty(),
-        "{} of {} threads left changed, e.g. {:?}; {text}",
-        changed.len(),
-        after.len(),
-        changed.first()
-    );
+    assert_all_are(&settings_of(&[pid]), &before, &text);
     kill_all(vec![c]);
 }
 
