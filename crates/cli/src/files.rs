@@ -29,9 +29,10 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
         None => PathBuf::from("."),
     };
     let (mut f, tmp) = temporary(&dir, path)?;
+    // on disk before the rename: a crash leaves the old file or the new, whole
     let res = f
         .write_all(bytes)
-        .and_then(|()| f.flush())
+        .and_then(|()| f.sync_data())
         .with_context(|| format!("cannot write '{}'", path.display()))
         .and_then(|()| {
             std::fs::rename(&tmp, path)

@@ -642,10 +642,11 @@ pub struct Daemon {
     target: Target,
     me: Pid,
     procs: BTreeMap<Pid, Proc>,
-    /// This daemon's claims on the processes whose threads it manages.
-    claims: BTreeMap<Pid, Claim>,
-    /// Processes of the target that another daemon manages: left to it.
-    claimed_by_others: BTreeSet<Pid>,
+    /// This daemon's claims on the processes whose threads it manages, with each
+    /// process's start time.
+    claims: BTreeMap<Pid, (u64, Claim)>,
+    /// Processes (id, start time) of the target that another daemon manages: left to it.
+    claimed_by_others: BTreeSet<(Pid, u64)>,
     /// Processes seen and found unmanaged (not re-read while they exist).
     others: BTreeSet<Pid>,
     /// `/proc/loadavg`'s last pid at the previous scan.
@@ -849,7 +850,8 @@ impl Daemon {
             tick_period: None,
             next_tick: None,
             state_cursor: None,
-            next_scan: now,
+            // the start scans; the next scan is one period later
+            next_scan: now + Duration::from_secs_f64(config.scan_ms / 1e3),
             totals: Totals::default(),
             last_stats: (now, Totals::default(), Counters::default(), own_cpu_time()),
             latencies: Latencies::default(),
@@ -1186,12 +1188,7 @@ impl Daemon {
             // that exited since the last scan may have left its id to an unrelated
             // thread (the open stat file fails once its own thread is gone)
             if let Some(t) = directive_thread(&d) {
-                let same = self
-                    .state
-                    .threads
-                    .get(&t)
-                    .is_some_and(|tr| tr.stat_file.read().is_ok_and(|st| !st.exited()));
-                if !same {
+                if !self.state.threads.get(&t).is_some_and(Tracked::still_there) {
                     continue;
                 }
             }
@@ -1495,7 +1492,7 @@ impl Daemon {
         // claims of processes that ended are released
         let live: BTreeSet<Pid> = now.values().copied().collect();
         self.claims.retain(|p, _| live.contains(p));
-        self.claimed_by_others.retain(|p| live.contains(p));
+        self.claimed_by_others.retain(|(p, _)| live.contains(p));
         Ok(())
     }
 
@@ -1520,25 +1517,27 @@ impl Daemon {
 
     /// Claims process `pid` for this daemon before its first thread is taken over:
     /// `false` if another daemon manages it (an error at the start, a warning later).
+    /// A process is named by its id and start time: an id that another process took
+    /// since (the claimed one ended) is not the claimed process, and is not managed.
     fn claim_process(&mut self, pid: Pid) -> Result<bool, DaemonError> {
-        if self.claims.contains_key(&pid) {
-            return Ok(true);
-        }
-        if self.claimed_by_others.contains(&pid) {
-            return Ok(false);
-        }
         let start = match procfs::process_stat(pid) {
             Ok(st) => st.starttime,
             Err(ProcError::Gone { .. }) => return Ok(false),
             Err(e) => return Err(e.into()),
         };
+        if let Some((claimed, _)) = self.claims.get(&pid) {
+            return Ok(*claimed == start);
+        }
+        if self.claimed_by_others.contains(&(pid, start)) {
+            return Ok(false);
+        }
         match claim(pid, start) {
             Ok(c) => {
-                self.claims.insert(pid, c);
+                self.claims.insert(pid, (start, c));
                 Ok(true)
             }
             Err(e @ ClaimError::Held { .. }) if !self.initial_scan => {
-                self.claimed_by_others.insert(pid);
+                self.claimed_by_others.insert((pid, start));
                 self.warn_once_per(
                     format!("claimed {pid}"),
                     format!("{e}; its threads are left to it"),
@@ -1686,8 +1685,13 @@ impl Daemon {
                 }
             }
         }
-        self.journal
-            .track_inherited(tid, Some(pid), orig.clone(), Some(start), actual)?;
+        self.journal.track_inherited(
+            tid,
+            self.claims.get(&pid).map(|(s, _)| (pid, *s)),
+            orig.clone(),
+            Some(start),
+            actual,
+        )?;
         Ok(orig)
     }
 
@@ -1698,6 +1702,18 @@ impl Daemon {
     /// restoring them; a process that creates threads faster than a scan ends is cut
     /// off after [`Daemon::STOP_RESCANS`] rounds, which the report's `unsettled` says.
     fn restore_with_newcomers(&mut self) -> RestoreReport {
+        // a thread that ended since the last scan is not restored: its id may name
+        // another thread by now
+        let ended: Vec<Tid> = self
+            .state
+            .threads
+            .iter()
+            .filter(|(_, tr)| !tr.still_there())
+            .map(|(&t, _)| t)
+            .collect();
+        for t in ended {
+            self.journal.forget(t);
+        }
         let mut rep = self.journal.restore_all_keeping_file();
         let mut seen: BTreeSet<Tid> = self.state.threads.keys().copied().collect();
         for round in 0..=Self::STOP_RESCANS {
@@ -1718,6 +1734,11 @@ impl Daemon {
             }
             for (tid, pid) in new {
                 seen.insert(tid);
+                // only threads of processes this daemon claims (the same process, not
+                // one that took its id, nor one another daemon manages)
+                if !self.claim_process(pid).unwrap_or(false) {
+                    continue;
+                }
                 let (Ok(st), Ok(actual)) = (procfs::thread_stat(pid, tid), Settings::read(tid))
                 else {
                     continue;
@@ -1730,7 +1751,9 @@ impl Daemon {
             }
             rep.add(self.journal.restore_all_keeping_file());
         }
-        if rep.failed.is_empty() {
+        // the file stays while threads may keep inherited settings: `restore --pid`
+        // needs what it records
+        if rep.failed.is_empty() && rep.unsettled == 0 {
             self.journal.remove_file();
         }
         rep
@@ -1903,6 +1926,15 @@ fn open_samplers(
         }
     }
     (evs, errs)
+}
+
+impl Tracked {
+    /// Whether the thread taken over is still there: its `stat` file, kept open, fails
+    /// once that thread has ended, even if another thread now has its id (and start
+    /// tick).
+    fn still_there(&self) -> bool {
+        self.stat_file.read().is_ok_and(|st| !st.exited())
+    }
 }
 
 /// The thread a directive changes, if it changes one.

@@ -122,9 +122,9 @@ struct Entry {
     orig: Settings,
     /// The thread's start time (clock ticks after boot), naming it across tid reuse.
     start: Option<u64>,
-    /// Its process, where known: `restore --pid` looks for threads of the same process
-    /// that were born after the journal's last line.
-    process: Option<Pid>,
+    /// Its process (id and start time), where known: `restore --pid` looks for threads
+    /// of the same process that were born after the journal's last line.
+    process: Option<(Pid, u64)>,
     set: SetTo,
     /// For an entry read from a file of an earlier build, which recorded no values: the
     /// settings changed, to be restored whatever their current value.
@@ -143,6 +143,9 @@ struct FileLine {
     /// The thread's process, where the writer knew it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     process: Option<Pid>,
+    /// That process's start time (clock ticks after boot), naming it across id reuse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    process_start: Option<u64>,
     /// Absent in journals written before values were recorded.
     #[serde(default)]
     set: Option<SetTo>,
@@ -193,6 +196,8 @@ struct JournalFile {
     file: std::fs::File,
     path: PathBuf,
     lines: usize,
+    /// A write failed part way (a full disk): the next line starts on a line of its own.
+    torn: bool,
 }
 
 /// Every change made to threads, with the original values to restore. Changes go
@@ -271,6 +276,7 @@ impl Journal {
                 file,
                 path: path.to_path_buf(),
                 lines: 0,
+                torn: false,
             }),
         })
     }
@@ -299,7 +305,7 @@ impl Journal {
     pub fn track_inherited(
         &mut self,
         tid: Tid,
-        process: Option<Pid>,
+        process: Option<(Pid, u64)>,
         orig: Settings,
         start: Option<u64>,
         actual: &Settings,
@@ -394,17 +400,25 @@ impl Journal {
             start,
             orig: e.orig.clone(),
             changed: which.name().to_string(),
-            process: e.process,
+            process: e.process.map(|p| p.0),
+            process_start: e.process.map(|p| p.1),
             set: Some(v.clone()),
         };
         let f = self.file.as_mut().expect("start_of found a file");
-        let text = serde_json::to_string(&line).expect("plain data") + "\n";
-        f.file
-            .write_all(text.as_bytes())
-            .map_err(|source| SchedError::JournalFile {
+        let mut text = if f.torn {
+            "\n".to_string()
+        } else {
+            String::new()
+        };
+        text += &(serde_json::to_string(&line).expect("plain data") + "\n");
+        if let Err(source) = f.file.write_all(text.as_bytes()) {
+            f.torn = true;
+            return Err(SchedError::JournalFile {
                 path: f.path.display().to_string(),
                 source,
-            })?;
+            });
+        }
+        f.torn = false;
         f.lines += 1;
         Ok(())
     }
@@ -436,7 +450,8 @@ impl Journal {
                     start,
                     orig: e.orig.clone(),
                     changed: which.name().to_string(),
-                    process: e.process,
+                    process: e.process.map(|p| p.0),
+                    process_start: e.process.map(|p| p.1),
                     set: Some(v),
                 })
             };
@@ -496,6 +511,7 @@ impl Journal {
             file,
             path,
             lines: lines.len(),
+            torn: false,
         });
         Ok(())
     }
@@ -566,9 +582,14 @@ impl Journal {
         let Some(e) = self.entries.get_mut(&tid) else {
             return Ok(Restored::Unchanged);
         };
-        // the file keeps its lines: restore_file compares with the current value, which
-        // is now the original (or the program's), not what cachesched set
-        restore_setting(tid, e, which)
+        let orig = Val::of(&e.orig, which);
+        let r = restore_setting(tid, e, which)?;
+        if r == Restored::Yes {
+            // the file says so: the value cachesched set is the original now, so that a
+            // restore after a kill leaves a later change of the program's alone
+            self.log(tid, which, &orig.as_set(which))?;
+        }
+        Ok(r)
     }
 
     /// Forgets a thread that exited.
@@ -630,53 +651,30 @@ impl SetTo {
 /// Restores one setting of a journaled thread: the original goes back if cachesched
 /// changed the setting and its current value is still the one cachesched set.
 fn restore_setting(tid: Tid, e: &mut Entry, which: Which) -> Result<Restored, SchedError> {
-    let legacy = &mut e.legacy[which as usize];
-    let unconditional = std::mem::take(legacy);
-    match which {
-        Which::Affinity => {
-            let Some(set) = e.set.affinity.take() else {
-                if !unconditional {
-                    return Ok(Restored::Unchanged);
-                }
-                return set_affinity(tid, &e.orig.affinity).map(|_| Restored::Yes);
-            };
-            if affinity(tid)? != set {
-                return Ok(Restored::Kept);
-            }
-            set_affinity(tid, &e.orig.affinity)?;
-        }
-        Which::Slice => {
-            let orig = (e.orig.slice_ns > 0).then_some(e.orig.slice_ns);
-            let Some(set) = e.set.slice_ns.take() else {
-                if !unconditional {
-                    return Ok(Restored::Unchanged);
-                }
-                return set_slice(tid, orig).map(|_| Restored::Yes);
-            };
-            if attr(tid)?.slice_ns != set {
-                return Ok(Restored::Kept);
-            }
-            set_slice(tid, orig)?;
-        }
-        Which::Nice => {
-            let Some(set) = e.set.nice.take() else {
-                if !unconditional {
-                    return Ok(Restored::Unchanged);
-                }
-                return set_nice(tid, e.orig.nice).map(|_| Restored::Yes);
-            };
-            if nice(tid)? != set {
-                return Ok(Restored::Kept);
-            }
-            set_nice(tid, e.orig.nice)?;
-        }
+    let unconditional = e.legacy[which as usize];
+    let set = Val::set(&e.set, which);
+    if set.is_none() && !unconditional {
+        return Ok(Restored::Unchanged);
     }
-    Ok(Restored::Yes)
+    let orig = Val::of(&e.orig, which);
+    let r = match set {
+        Some(set) if Val::current(tid, which)? != set => Restored::Kept,
+        _ => {
+            orig.apply(tid, which)?;
+            Restored::Yes
+        }
+    };
+    // done (or the program's now): forgotten only once it is, so that a failed restore
+    // can be tried again
+    e.legacy[which as usize] = false;
+    e.set.put(which, &SetTo::default());
+    Ok(r)
 }
 
 /// Restores every setting of one thread (nice, slice, affinity) into `rep`.
 fn restore_entry(tid: Tid, e: &mut Entry, rep: &mut RestoreReport) {
     let mut any = false;
+    let mut failed = None;
     for which in [Which::Nice, Which::Slice, Which::Affinity] {
         match restore_setting(tid, e, which) {
             Ok(Restored::Yes) => any = true,
@@ -686,14 +684,14 @@ fn restore_entry(tid: Tid, e: &mut Entry, rep: &mut RestoreReport) {
                 rep.gone += 1;
                 return;
             }
-            Err(err) => {
-                rep.failed.push((tid, err));
-                return;
-            }
+            // the other settings are still restored
+            Err(err) => failed = failed.or(Some(err)),
         }
     }
-    if any {
-        rep.restored += 1;
+    match failed {
+        Some(err) => rep.failed.push((tid, err)),
+        None if any => rep.restored += 1,
+        None => {}
     }
 }
 
@@ -830,6 +828,25 @@ impl Val {
         }
     }
 
+    /// This value of `which` as [`SetTo`].
+    fn as_set(&self, which: Which) -> SetTo {
+        match (which, self) {
+            (Which::Affinity, Val::Cpus(c)) => SetTo::affinity_of(c.clone()),
+            (Which::Slice, Val::Num(n)) => SetTo::slice_of(*n as u64),
+            (Which::Nice, Val::Num(n)) => SetTo::nice_of(*n as i32),
+            _ => SetTo::default(),
+        }
+    }
+
+    /// `tid`'s current value of `which`.
+    fn current(tid: Tid, which: Which) -> Result<Val, SchedError> {
+        Ok(match which {
+            Which::Affinity => Val::Cpus(affinity(tid)?),
+            Which::Slice => Val::Num(attr(tid)?.slice_ns as i64),
+            Which::Nice => Val::Num(nice(tid)? as i64),
+        })
+    }
+
     /// Gives `tid` this value of `which`.
     fn apply(&self, tid: Tid, which: Which) -> Result<(), SchedError> {
         match (which, self) {
@@ -845,8 +862,8 @@ impl Val {
 /// recorded there, per setting.
 #[derive(Debug, Default)]
 struct Known {
-    set: BTreeMap<(Pid, usize), std::collections::BTreeSet<Val>>,
-    orig: BTreeMap<(Pid, usize), std::collections::BTreeSet<Val>>,
+    set: BTreeMap<((Pid, u64), usize), std::collections::BTreeSet<Val>>,
+    orig: BTreeMap<((Pid, u64), usize), std::collections::BTreeSet<Val>>,
 }
 
 impl Known {
@@ -867,10 +884,11 @@ impl Known {
         k
     }
 
-    /// The original to give back to a thread of `pid` whose `which` is `now`: only if
-    /// cachesched set `now` on a thread of that process and recorded one original there.
-    fn original_if_set(&self, pid: Pid, which: Which, now: &Val) -> Option<Val> {
-        let key = (pid, which as usize);
+    /// The original to give back to a thread of `process` (id and start time: not a
+    /// process that took the id since) whose `which` is `now`: only if cachesched set
+    /// `now` on a thread of that process and recorded one original there.
+    fn original_if_set(&self, process: (Pid, u64), which: Which, now: &Val) -> Option<Val> {
+        let key = (process, which as usize);
         if !self.set.get(&key)?.contains(now) {
             return None;
         }
@@ -1004,14 +1022,15 @@ fn sweep_threads(
     may_change: &dyn Fn(Tid, &mut FileRestoreReport) -> bool,
 ) {
     for &(tid, pid) in fresh {
-        let Ok(now) = Settings::read(tid) else {
+        let (Ok(now), Ok(st)) = (Settings::read(tid), crate::procfs::process_stat(pid)) else {
             continue;
         };
+        let process = (pid, st.starttime);
         let resets: Vec<(Which, Val)> = [Which::Nice, Which::Slice, Which::Affinity]
             .into_iter()
             .filter_map(|w| {
                 known
-                    .original_if_set(pid, w, &Val::of(&now, w))
+                    .original_if_set(process, w, &Val::of(&now, w))
                     .map(|o| (w, o))
             })
             .collect();
@@ -1024,6 +1043,13 @@ fn sweep_threads(
             Err(e) => out.report.failed.push((tid, e)),
         }
     }
+}
+
+/// Whether `text`, a last line without its newline, is the start of an entry the writer
+/// did not finish (as far as it goes, it reads as one).
+fn is_cut_entry(text: &str) -> bool {
+    const HEAD: &str = "{\"tid\":";
+    text.starts_with(HEAD) || HEAD.starts_with(text)
 }
 
 /// The entries of a journal file's bytes, by thread id and start time (a tid reused by
@@ -1048,7 +1074,7 @@ fn parse(bytes: &[u8], out: &mut FileRestoreReport) -> BTreeMap<(Tid, u64), Entr
         };
         let line: FileLine = match serde_json::from_str(text) {
             Ok(l) => l,
-            Err(_) if last && !ends_whole && text.starts_with("{\"tid\":") => {
+            Err(_) if last && !ends_whole && is_cut_entry(text) => {
                 out.cut_last_line = true;
                 break;
             }
@@ -1065,7 +1091,7 @@ fn parse(bytes: &[u8], out: &mut FileRestoreReport) -> BTreeMap<(Tid, u64), Entr
         let e = entries.entry((line.tid, line.start)).or_insert(Entry {
             orig: line.orig,
             start: Some(line.start),
-            process: line.process,
+            process: line.process.zip(line.process_start),
             set: SetTo::default(),
             legacy: [false; 3],
         });
@@ -1168,6 +1194,29 @@ mod tests {
         set_affinity(tid, &before.affinity).unwrap();
         c.kill().unwrap();
         c.wait().unwrap();
+    }
+
+    /// A setting put back during the run is journalled as back: a restore after a
+    /// later kill leaves a value the program set afterwards alone, even the one
+    /// cachesched had used. Fails if the file still says cachesched's value is set.
+    #[test]
+    fn a_restore_during_the_run_is_journalled() {
+        let dir = tmp("in-run");
+        let (mut c, tid) = child();
+        let n = nice(tid).unwrap();
+        let path = dir.join("j");
+        let mut j = Journal::with_file(&path).unwrap();
+        j.set_nice(tid, n + 3).unwrap();
+        assert_eq!(j.restore_nice(tid).unwrap(), Restored::Yes);
+        assert_eq!(nice(tid).unwrap(), n);
+        set_nice(tid, n + 3).unwrap(); // the program's own choice
+        std::mem::forget(j);
+        let r = restore_file(&path, None).unwrap();
+        assert!(r.report.failed.is_empty(), "{r:?}");
+        assert_eq!(nice(tid).unwrap(), n + 3, "the program's value was undone");
+        c.kill().unwrap();
+        c.wait().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -1279,6 +1328,7 @@ mod tests {
             },
             changed: "nice".into(),
             process: None,
+            process_start: None,
             set: Some(SetTo::nice_of(before.nice)),
         })
         .unwrap()
