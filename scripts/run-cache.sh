@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Carries the run cache (finished simulator runs, see crates/cli/src/run_cache.rs)
+# Carries the run cache (finished simulator runs, see crates/lab/src/caches/runs.rs)
 # through the repository, so that a reproduction longer than one machine's life goes on
 # where it stopped on another, and the reports can be rebuilt from the runs themselves.
 #

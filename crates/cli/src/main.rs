@@ -1,37 +1,6 @@
 //! `cachesched`: cache-aware scheduling on a simulated machine or a real Linux host.
 
-mod affinity_report;
-mod bench_cachefair;
-mod bench_cmd;
-mod bench_daemon;
-mod burn_cmd;
-mod cache;
-mod cachefair_report;
-mod clustering_report;
-mod docs_block;
-mod experiment;
-mod files;
-#[cfg(test)]
-mod fuzz;
-#[cfg(test)]
-mod golden;
-mod info_cmd;
-mod mrc_cmd;
-mod paper;
-mod plan;
-mod positions;
-mod real;
-mod replay_cmd;
-mod reproduce;
-mod run_cache;
-mod run_cmd;
-mod seeds;
-mod sensitivity;
-mod simulate_cmd;
-mod solo;
-mod study_cmd;
-mod svg;
-mod timeslice_report;
+mod cmd;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -49,31 +18,31 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Simulate a workload mix on a simulated machine under a baseline and policies.
-    Simulate(simulate_cmd::SimulateArgs),
+    Simulate(cmd::simulate::SimulateArgs),
     /// Run an experiment scenario (TOML): many runs in parallel, results, plots, report.
-    Experiment(experiment::ExperimentArgs),
+    Experiment(cmd::experiment::ExperimentArgs),
     /// List the built-in machine presets and their shapes.
     Machines,
     /// Show this host's topology (from sysfs), or a preset's with --machine.
-    Topology(info_cmd::TopologyArgs),
+    Topology(cmd::info::TopologyArgs),
     /// List the built-in workload profiles.
     Workloads,
     /// Replay a valgrind lackey trace through an I1/D1/LL hierarchy with cachegrind's
     /// rules and print cachegrind's `events:`/`summary:` lines.
-    Replay(replay_cmd::ReplayArgs),
+    Replay(cmd::replay::ReplayArgs),
     /// Miss-ratio curve of a profile or trace: exact LRU stack distances and a
     /// SHARDS-sampled estimate, with its error.
-    Mrc(mrc_cmd::MrcArgs),
+    Mrc(cmd::mrc::MrcArgs),
     /// Reproduce a paper's result on the simulated machine: runs, plots and a
     /// paper-against-measured table.
     #[command(subcommand)]
-    Reproduce(reproduce::ReproduceCommand),
+    Reproduce(cmd::reproduce::ReproduceCommand),
     /// Record program traces.
     #[command(subcommand)]
-    Trace(replay_cmd::TraceCommand),
+    Trace(cmd::replay::TraceCommand),
     /// The real-program suite (`--mix real:NAME`): list it, record its traces.
     #[command(subcommand)]
-    Real(real::RealCommand),
+    Real(cmd::real::RealCommand),
     /// Run policies on real Linux threads: a launched command, --pid or --cgroup;
     /// everything changed is restored at exit.
     ///
@@ -97,39 +66,39 @@ enum Command {
     /// weights (nice values), and needs cycles, instructions, LLC-miss and stall
     /// counters: it refuses to start, naming what is missing. Co-run segments (CASC,
     /// cachefair) are sampled at each tick from the task clock and migrations.
-    Run(run_cmd::RunArgs),
+    Run(cmd::run::RunArgs),
     /// Undo what a killed `cachesched run --journal FILE` left changed.
-    Restore(run_cmd::RestoreArgs),
+    Restore(cmd::run::RestoreArgs),
     /// A CPU-bound load with a known shape, to try `run` on.
-    Burn(burn_cmd::BurnArgs),
+    Burn(cmd::burn::BurnArgs),
     /// Speed benchmarks, reported as ratios against a reference run side by side.
     #[command(subcommand)]
-    Bench(bench_cmd::BenchCommand),
+    Bench(cmd::bench::BenchCommand),
     /// The papers' effects measured on this real machine by time, with real processes
     /// under several conditions side by side, interleaved and repeated.
     #[command(subcommand)]
-    Study(study_cmd::StudyCommand),
+    Study(cmd::study::StudyCommand),
 }
 
 fn main() {
     cachesched_linux::default_sigpipe();
     let cli = Cli::parse();
     let res: Result<i32> = match cli.command {
-        Command::Simulate(a) => simulate_cmd::run(a),
-        Command::Experiment(a) => experiment::run(a),
-        Command::Machines => info_cmd::machines().map(|_| 0),
-        Command::Topology(a) => info_cmd::topology(a).map(|_| 0),
-        Command::Workloads => info_cmd::workloads().map(|_| 0),
-        Command::Replay(a) => replay_cmd::run(a).map(|_| 0),
-        Command::Mrc(a) => mrc_cmd::run(a).map(|_| 0),
-        Command::Reproduce(c) => reproduce::run(c),
-        Command::Trace(c) => replay_cmd::trace(c).map(|_| 0),
-        Command::Real(c) => real::run(c).map(|_| 0),
-        Command::Run(a) => run_cmd::run(a),
-        Command::Restore(a) => run_cmd::restore(a),
-        Command::Burn(a) => burn_cmd::run(a).map(|_| 0),
-        Command::Bench(c) => bench_cmd::run(c).map(|_| 0),
-        Command::Study(c) => study_cmd::run(c),
+        Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Experiment(a) => cmd::experiment::run(a),
+        Command::Machines => cmd::info::machines().map(|_| 0),
+        Command::Topology(a) => cmd::info::topology(a).map(|_| 0),
+        Command::Workloads => cmd::info::workloads().map(|_| 0),
+        Command::Replay(a) => cmd::replay::run(a).map(|_| 0),
+        Command::Mrc(a) => cmd::mrc::run(a).map(|_| 0),
+        Command::Reproduce(c) => cmd::reproduce::run(c),
+        Command::Trace(c) => cmd::replay::trace(c).map(|_| 0),
+        Command::Real(c) => cmd::real::run(c).map(|_| 0),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Restore(a) => cmd::run::restore(a),
+        Command::Burn(a) => cmd::burn::run(a).map(|_| 0),
+        Command::Bench(c) => cmd::bench::run(c).map(|_| 0),
+        Command::Study(c) => cmd::study::run(c),
     };
     match res {
         Ok(code) => std::process::exit(code),

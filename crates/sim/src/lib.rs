@@ -25,7 +25,7 @@ pub use result::RunResult;
 /// command-line tool), so a refactoring or a speed-up that keeps every result keeps
 /// every run already made, and a change that alters results must raise it. The golden
 /// results (`crates/sim/tests/sim/golden.rs` and the reproductions' cases in
-/// `crates/cli/src/golden.rs`) guard it: they record the version they were made with
+/// `crates/lab/src/golden.rs`) guard it: they record the version they were made with
 /// and fail when a result changes, until this number is raised in the same commit, the
 /// tables are regenerated and `docs/model.md`'s table of model versions says why.
 pub const MODEL_VERSION: u32 = 1;

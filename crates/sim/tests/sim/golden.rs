@@ -1,5 +1,5 @@
 //! Golden results: a short run of each preset's paper workload, and of the kinds of run
-//! the reproductions' goldens (`crates/cli/src/golden.rs`) do not make (the round-robin
+//! the reproductions' goldens (`crates/lab/src/golden.rs`) do not make (the round-robin
 //! class, the `migrate` and `demo` policies, recorded traces and phased programs as
 //! threads), each reduced to a hash of its full JSON result (every counter, thread and
 //! CPU).

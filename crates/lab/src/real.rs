@@ -9,11 +9,10 @@
 //! reusing a stale trace; beside each trace a `.json` file says what was recorded,
 //! from which package version, how long it took and how large it is.
 
-use crate::replay_cmd::{record_window, Window};
+use crate::traces::{record_window, Window};
 use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;
 use cachesched_sim::ThreadGroup;
-use clap::{Args, Subcommand};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,7 +35,7 @@ const FILES: &[(&str, &str)] = &[
 const TEXT: (&str, usize) = ("text.txt", 4 << 20);
 
 /// Millions of instructions.
-const M: u64 = 1_000_000;
+pub const M: u64 = 1_000_000;
 
 /// One program of the suite.
 #[derive(Debug, Clone, Copy)]
@@ -227,7 +226,7 @@ pub fn program(name: &str) -> Result<&'static Program> {
 
 /// The trace cache directory.
 pub fn cache_dir() -> Result<PathBuf> {
-    crate::cache::user_cache_dir("CACHESCHED_TRACES", "traces")
+    crate::caches::traces_dir()
 }
 
 impl Program {
@@ -488,91 +487,4 @@ pub fn prepare(groups: &mut [ThreadGroup]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `cachesched real …`.
-#[derive(Subcommand, Debug)]
-pub enum RealCommand {
-    /// The suite: each program, its package, input, instruction window and whether
-    /// its trace is in the cache.
-    List,
-    /// Record programs' traces into the cache (all of them with --all).
-    Record(RecordArgs),
-    /// Print where a program's trace is (or will be) in the cache; records nothing.
-    Path {
-        /// The program (`cachesched real list`).
-        program: String,
-    },
-}
-
-/// Arguments of `cachesched real record`.
-#[derive(Args, Debug)]
-pub struct RecordArgs {
-    /// Programs to record (`cachesched real list`).
-    #[arg(value_name = "PROGRAM")]
-    programs: Vec<String>,
-    /// Record every program of the suite.
-    #[arg(long)]
-    all: bool,
-    /// Record again even if the cache has a trace.
-    #[arg(long)]
-    force: bool,
-}
-
-/// Runs `cachesched real …`.
-pub fn run(c: RealCommand) -> Result<()> {
-    let dir = cache_dir()?;
-    match c {
-        RealCommand::List => {
-            println!("trace cache: {}", dir.display());
-            println!(
-                "{:10} {:11} {:>8} {:>8} {:>9}  what",
-                "program", "package", "skip", "record", "cached"
-            );
-            for p in SUITE {
-                let path = p.trace_path(&dir);
-                let cached = std::fs::metadata(&path)
-                    .map(|m| format!("{:.0} MB", m.len() as f64 / 1e6))
-                    .unwrap_or_else(|_| "no".into());
-                println!(
-                    "{:10} {:11} {:>7}M {:>7}M {:>9}  {}",
-                    p.name,
-                    p.package,
-                    p.window.skip / M,
-                    p.window.length / M,
-                    cached,
-                    p.what
-                );
-            }
-            println!("use: --mix real:NAME[:COUNT]; a missing trace is recorded on first use (needs valgrind and the package)");
-            Ok(())
-        }
-        RealCommand::Path { program: name } => {
-            println!("{}", program(&name)?.trace_path(&dir).display());
-            Ok(())
-        }
-        RealCommand::Record(a) => {
-            let programs: Vec<&Program> = if a.all {
-                if !a.programs.is_empty() {
-                    bail!("give program names or --all, not both");
-                }
-                SUITE.iter().collect()
-            } else if a.programs.is_empty() {
-                bail!("name the programs to record, or --all (`cachesched real list`)");
-            } else {
-                a.programs
-                    .iter()
-                    .map(|n| program(n))
-                    .collect::<Result<_>>()?
-            };
-            for p in programs {
-                if !a.force && p.trace_path(&dir).exists() {
-                    eprintln!("real:{} is in the cache (--force records it again)", p.name);
-                    continue;
-                }
-                record(p, &dir)?;
-            }
-            Ok(())
-        }
-    }
 }

@@ -1,10 +1,28 @@
-//! What the on-disk caches of cachesched share (traces, solo references, runs): where
-//! they live, how a simulation's entry is keyed, and how an entry is written.
+//! The laboratory's three on-disk caches, named apart:
+//!
+//! - the **trace cache** (`$CACHESCHED_TRACES`, [`traces_dir`]): the real-program
+//!   suite's recorded traces ([`crate::real`]);
+//! - the **run cache** (`$CACHESCHED_RUNS`, [`runs`]): every finished run of a
+//!   scenario, keyed by its configuration and the model version;
+//! - the **solo cache** (`$CACHESCHED_SOLO`, [`solo`]): each program's instructions per
+//!   second alone, the reference of the slowdown metrics.
+//!
+//! This module holds what they share: where they live, how a simulation's entry is
+//! keyed, and how an entry is written.
+
+pub mod runs;
+pub mod solo;
 
 use anyhow::{bail, Context, Result};
 use cachesched_core::hash::{fnv1a, fnv1a_from};
 use cachesched_sim::{SimConfig, MODEL_VERSION};
 use std::path::{Path, PathBuf};
+
+/// The trace cache's directory: `$CACHESCHED_TRACES`, else `cachesched/traces` under
+/// `$XDG_CACHE_HOME` or `~/.cache`.
+pub fn traces_dir() -> Result<PathBuf> {
+    user_cache_dir("CACHESCHED_TRACES", "traces")
+}
 
 /// A cache directory of cachesched: `$VAR` if set, else `cachesched/SUB` under
 /// `$XDG_CACHE_HOME` or `~/.cache`.

@@ -1,10 +1,10 @@
 //! `cachesched mrc`: miss-ratio curves of a workload profile or a trace, exact and
 //! SHARDS-sampled, with the sampling error, as a table, CSV, JSON and an SVG plot.
 
-use crate::files::write_file;
-use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;
+use cachesched_lab::files::write_file;
+use cachesched_lab::svg::{line_chart, Series, XAxis};
 use cachesched_sim::trace::mrc::{curve_sizes, Shards, StackDistances};
 use cachesched_sim::trace::replay::{LackeyReader, TraceEvent};
 use cachesched_sim::trace::{is_binary_trace, TraceReader};

@@ -291,7 +291,7 @@ mod tests {
             changed.is_empty() && actual.len() == GOLDEN.len(),
             "the results of {} golden case(s) changed or are new ({}); if the model was meant \
              to change, raise MODEL_VERSION (crates/sim/src/lib.rs), say why in docs/model.md's \
-             table of model versions, and make GOLDEN in crates/cli/src/golden.rs:\n{table}",
+             table of model versions, and make GOLDEN in crates/lab/src/golden.rs:\n{table}",
             changed.len(),
             changed.join(", ")
         );

@@ -39,7 +39,7 @@ pub struct PaperValue {
     pub llc_kb: Option<Vec<u64>>,
     /// In a scenario of several mixes, the program the value is about (default: all of
     /// them); such values are measures of the scenario's analysis
-    /// ([`crate::cachefair_report::MEASURES`]), not per-run metrics.
+    /// ([`crate::papers::cachefair::MEASURES`]), not per-run metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
 }
@@ -106,13 +106,7 @@ impl PaperValue {
     /// points inside the sweep.
     pub fn validate(&self, sc: &Scenario) -> Result<(), String> {
         if !sc.mixes.is_empty() {
-            if sc.analyses.iter().any(|a| a == "affinity") {
-                return crate::affinity_report::validate_paper_value(self, sc);
-            }
-            if sc.analyses.iter().any(|a| a == "timeslice") {
-                return crate::timeslice_report::validate_paper_value(self, sc);
-            }
-            return crate::cachefair_report::validate_paper_value(self, sc);
+            return crate::papers::validate_mixes_value(self, sc);
         }
         if self.program.is_some() {
             return Err(format!(
@@ -159,7 +153,7 @@ impl PaperValue {
     }
 
     /// The sweep points the value applies to.
-    pub(crate) fn points(&self, sc: &Scenario) -> Vec<Option<u64>> {
+    pub fn points(&self, sc: &Scenario) -> Vec<Option<u64>> {
         match (&self.llc_kb, &sc.sweep) {
             (Some(ks), _) => ks.iter().map(|&k| Some(k)).collect(),
             (None, Some(s)) => s.llc_kb.iter().map(|&k| Some(k)).collect(),
@@ -199,6 +193,7 @@ impl PaperValue {
         }
     }
 
+    /// The paper's range: its change in percent, else its value.
     pub fn range(&self) -> [f64; 2] {
         self.change_pct.or(self.value).expect("validated")
     }

@@ -14,11 +14,10 @@
 //! profile parameters and stay put. Every perturbed workload runs under both the
 //! baseline and CASC, so each row is a paired comparison of its own.
 
+use super::{casc_experiment, casc_threads, pct, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES};
 use crate::experiment::{metric, run_scenario, Variant};
 use crate::files::write_file;
-use crate::reproduce::{
-    casc_experiment, casc_threads, pct, write_report, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES,
-};
+use crate::reproduce::write_report;
 use crate::svg::{range_chart, RangeRow};
 use anyhow::{bail, Result};
 use cachesched_policies::casc::CascConfig;
@@ -26,38 +25,29 @@ use cachesched_policies::PolicySpec;
 use cachesched_sim::result::mean_ci95;
 use cachesched_sim::workload::{profile, LocalityModel, Pattern};
 use cachesched_sim::ThreadGroup;
-use clap::Args;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-/// Arguments of `cachesched reproduce casc-sensitivity`.
-#[derive(Args, Debug)]
-pub struct SensitivityArgs {
+/// What `cachesched reproduce casc-sensitivity` runs (its command-line arguments).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Output directory.
-    #[arg(long, value_name = "DIR", default_value = "results/casc-sensitivity")]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Parallel runs, 1 to 1,024 (default: number of CPUs; never more than the runs).
-    #[arg(long, value_name = "N", value_parser = crate::experiment::parse_jobs)]
-    jobs: Option<usize>,
+    pub jobs: Option<usize>,
     /// Seeds; every workload runs under the baseline and CASC once per seed.
-    #[arg(long, value_delimiter = ',', default_value = "1")]
-    seeds: Vec<u64>,
+    pub seeds: Vec<u64>,
     /// L2 size in KiB (the paper's base configuration: 768).
-    #[arg(long, value_name = "KIB", default_value_t = 768)]
-    l2_kb: u64,
+    pub l2_kb: u64,
     /// Relative move of each parameter, both ways (0 < s < 1).
-    #[arg(long, value_name = "S", default_value_t = 0.25)]
-    scale: f64,
+    pub scale: f64,
     /// Move only the parameters whose name contains one of these (comma-separated, e.g.
     /// `art,twolf.code`); `none` runs only the unperturbed workload (default: all).
-    #[arg(long, value_delimiter = ',', value_name = "PATTERNS")]
-    only: Vec<String>,
+    pub only: Vec<String>,
     /// Warm-up before measuring, ms of simulated time (as `reproduce casc`).
-    #[arg(long, value_name = "MS", default_value_t = 700.0)]
-    warmup_ms: f64,
+    pub warmup_ms: f64,
     /// Total simulated time per run, ms (as `reproduce casc`).
-    #[arg(long, value_name = "MS", default_value_t = 1300.0)]
-    duration_ms: f64,
+    pub duration_ms: f64,
 }
 
 /// A parameter of a locality model that a profile sets for itself.
@@ -182,7 +172,7 @@ struct Case {
     threads: Vec<ThreadGroup>,
 }
 
-fn cases(a: &SensitivityArgs) -> Result<Vec<Case>> {
+fn cases(a: &Options) -> Result<Vec<Case>> {
     let mut v = vec![Case {
         label: "unperturbed".into(),
         moved: None,
@@ -217,7 +207,7 @@ fn cases(a: &SensitivityArgs) -> Result<Vec<Case>> {
 }
 
 /// `cachesched reproduce casc-sensitivity`.
-pub fn run(a: SensitivityArgs) -> Result<i32> {
+pub fn run(a: Options) -> Result<i32> {
     if !(a.scale > 0.0 && a.scale < 1.0) {
         bail!(
             "--scale must be between 0 and 1 (exclusive), got {}",
@@ -434,7 +424,7 @@ mod tests {
         assert_eq!(m.regions[1], art.regions[1], "only the knob moves");
         let (m, set) = Knob::Kb(2).set(&art, 16.0 * 1.25);
         assert_eq!((m.regions[2].kb, set), (20, 20.0));
-        let a = SensitivityArgs {
+        let a = Options {
             out: PathBuf::new(),
             jobs: None,
             seeds: vec![1],
@@ -455,7 +445,7 @@ mod tests {
         };
         assert_eq!((twolf(&c[1]).code_kb, twolf(&c[2]).code_kb), (12, 20));
         assert!(c[1].threads.iter().filter(|t| t.model.is_some()).count() == 6);
-        let none = SensitivityArgs {
+        let none = Options {
             only: vec!["none".into()],
             ..a
         };

@@ -20,7 +20,7 @@
 //! each principal against the principal's miss rate with the cache equally
 //! partitioned.
 
-use crate::experiment::{over_seeds, plain, show, Job, Scenario};
+use crate::experiment::{over_seeds, plain, show, Job, MixRuns, Scenario};
 use crate::files::write_file;
 use crate::paper::{agreement, PaperValue};
 use crate::svg::{bar_chart, Marks, Series};
@@ -39,9 +39,6 @@ pub const MEASURES: &[&str] = &[
     "variability_reduction",
     "be_slowdown_pct",
 ];
-
-/// One mix's label, scenario, jobs and results.
-pub type MixRuns = (Option<String>, Scenario, Vec<Job>, Vec<RunResult>);
 
 /// Checks a paper value of a scenario of several mixes: a measure of this analysis, a
 /// known variant other than the baseline where the measure compares with it, a program
@@ -79,7 +76,7 @@ fn program_of(label: &str) -> (&str, Option<bool>) {
 
 /// The index of the first thread of class `class` in a run of `sc`.
 fn thread_of(sc: &Scenario, class: ThreadClass) -> Option<usize> {
-    crate::solo::group_of_threads(&sc.threads)
+    crate::caches::solo::group_of_threads(&sc.threads)
         .into_iter()
         .position(|g| sc.threads[g].class == Some(class))
 }
@@ -557,6 +554,18 @@ fn range_text(r: [f64; 2], unit: &str) -> String {
         format!("{}{unit}", plain(r[0]))
     } else {
         format!("{}{unit} to {}{unit}", plain(r[0]), plain(r[1]))
+    }
+}
+
+/// The cache-fair scheduler's paper (Fedorova et al.; `docs/cachefair.md`).
+pub struct Cachefair;
+
+impl crate::papers::Paper for Cachefair {
+    fn name(&self) -> &'static str {
+        "cachefair"
+    }
+    fn mixes_section(&self, sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
+        analysis(sc, done, out)
     }
 }
 

@@ -3,7 +3,7 @@
 //! and CASC of Figures 5-7 and of the variants file) simulate each only once.
 //!
 //! A run is stored under `$CACHESCHED_RUNS`, else `$XDG_CACHE_HOME/cachesched/runs`,
-//! else `~/.cache/cachesched/runs`, keyed by [`crate::cache::config_key`] (its whole
+//! else `~/.cache/cachesched/runs`, keyed by [`crate::caches::config_key`] (its whole
 //! configuration, seed included, and the model version): the simulator is
 //! deterministic, so a stored result is the result that running it again would give, a
 //! new model version never reuses one, and a rebuild that keeps every golden result
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 /// The run cache directory.
 pub fn cache_dir() -> Result<PathBuf> {
-    crate::cache::user_cache_dir("CACHESCHED_RUNS", "runs")
+    crate::caches::user_cache_dir("CACHESCHED_RUNS", "runs")
 }
 
 /// Whether runs can be kept: the run cache's directory exists or can be made, and a
@@ -52,7 +52,7 @@ struct Stored {
 /// is `k`. Anything else is run again: an entry that holds another key's run is said on
 /// stderr; an unreadable one (cut, or written before entries held their keys) is not.
 pub fn load(k: u64) -> Result<Option<RunResult>> {
-    let path = crate::cache::entry_path(&cache_dir()?, k);
+    let path = crate::caches::entry_path(&cache_dir()?, k);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(None);
     };
@@ -88,7 +88,7 @@ pub fn store(k: u64, r: &RunResult) -> Result<()> {
         key: format!("{k:016x}"),
         result: r.clone(),
     };
-    crate::cache::store_entry(&cache_dir()?, "run cache", k, &serde_json::to_string(&s)?)
+    crate::caches::store_entry(&cache_dir()?, "run cache", k, &serde_json::to_string(&s)?)
 }
 
 /// Whether the run cache holds a usable entry for key `k`.

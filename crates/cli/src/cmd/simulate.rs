@@ -1,14 +1,14 @@
 //! `cachesched simulate`.
 
-use crate::files::write_file;
-use crate::info_cmd::load_machine;
+use crate::cmd::info::load_machine;
 use anyhow::{Context, Result};
+use cachesched_lab::files::write_file;
+use cachesched_lab::interrupt::interrupt_flag;
 use cachesched_policies::PolicySpec;
 use cachesched_sim::{Baseline, MachineSpec, SimConfig, SimError, Simulation, ThreadGroup};
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// Arguments of `cachesched simulate`. Flags override the `--config` file.
 #[derive(Args, Debug)]
@@ -114,24 +114,8 @@ pub fn build_config(a: &SimulateArgs) -> Result<SimConfig> {
     if let Some(s) = a.seed {
         cfg.seed = s;
     }
-    crate::real::prepare(&mut cfg.threads)?;
+    cachesched_lab::real::prepare(&mut cfg.threads)?;
     Ok(cfg)
-}
-
-/// The process's flag, set on Ctrl-C / SIGTERM so long runs stop cleanly: one flag for
-/// every caller (a handler can be installed only once, so a flag made per call would
-/// never be set after the first), which stays set, so that every later batch of runs
-/// stops too.
-pub fn interrupt_flag() -> Arc<AtomicBool> {
-    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
-    FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let f = flag.clone();
-        // installing fails only if another handler exists (none does in this binary)
-        let _ = ctrlc::set_handler(move || f.store(true, Ordering::SeqCst));
-        flag
-    })
-    .clone()
 }
 
 /// One line saying what will run on `machine`: threads, baseline, policies, durations.
@@ -220,18 +204,4 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
         }
     }
     Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every caller gets the one flag the Ctrl-C handler sets: fails if a later batch
-    /// of runs (the second file or mix of a reproduction) gets a flag of its own that
-    /// no handler would ever set, as it once did.
-    #[test]
-    fn every_caller_shares_the_interrupt_flag() {
-        let (a, b) = (interrupt_flag(), interrupt_flag());
-        assert!(Arc::ptr_eq(&a, &b));
-    }
 }

@@ -1,7 +1,8 @@
 //! `cachesched bench`: speed measured side by side with a reference, reported as ratios.
 
-use crate::replay_cmd::{record_window, replay_file, CgCaches, Window};
+use crate::cmd::replay::{replay_file, CgCaches};
 use anyhow::{bail, Context, Result};
+use cachesched_lab::traces::{record_window, Window};
 use cachesched_sim::{simulate, SimConfig, ThreadGroup, PAPER_MIXES};
 use clap::{Args, Subcommand};
 use std::process::{Command, Stdio};
@@ -27,10 +28,10 @@ pub enum BenchCommand {
     Casc(CascBenchArgs),
     /// The Linux daemon's own CPU time and decision latency with 10, 100 and 1,000
     /// managed threads.
-    Daemon(crate::bench_daemon::DaemonBenchArgs),
+    Daemon(crate::cmd::bench_daemon::DaemonBenchArgs),
     /// The cache-fair scheduler's decision cost per co-run segment, reconnaissance and
     /// calibration at 10, 100 and 1,000 threads, against its 10 ms tick.
-    Cachefair(crate::bench_cachefair::CacheFairBenchArgs),
+    Cachefair(crate::cmd::bench_cachefair::CacheFairBenchArgs),
 }
 
 /// Arguments of `cachesched bench casc`.
@@ -608,7 +609,7 @@ pub fn run(c: BenchCommand) -> Result<()> {
         BenchCommand::Scaling(a) => run_scaling(a),
         BenchCommand::Workloads(a) => run_workloads(a),
         BenchCommand::Casc(a) => run_casc(a),
-        BenchCommand::Daemon(a) => crate::bench_daemon::run(a),
-        BenchCommand::Cachefair(a) => crate::bench_cachefair::run(a),
+        BenchCommand::Daemon(a) => crate::cmd::bench_daemon::run(a),
+        BenchCommand::Cachefair(a) => crate::cmd::bench_cachefair::run(a),
     }
 }

@@ -21,12 +21,12 @@
 //! current run (whose `cachesched run` restores what it changed); the runs finished so
 //! far stay in `runs.jsonl`.
 
-use crate::experiment::{over_seeds, plain, show};
-use crate::files::write_file;
-use crate::simulate_cmd::interrupt_flag;
-use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;
+use cachesched_lab::experiment::{over_seeds, plain, show};
+use cachesched_lab::files::write_file;
+use cachesched_lab::interrupt::interrupt_flag;
+use cachesched_lab::svg::{line_chart, Series, XAxis};
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -417,7 +417,7 @@ fn finish(study: &str, c: &Common, out: &Path, md: &str, results: &impl Serializ
     if let Some(doc) = &c.docs {
         let text = std::fs::read_to_string(doc)
             .with_context(|| format!("cannot read '{}' (--docs)", doc.display()))?;
-        let text = crate::docs_block::replace(&text, &format!("study {study}"), md)
+        let text = cachesched_lab::docs_block::replace(&text, &format!("study {study}"), md)
             .with_context(|| format!("in '{}' (--docs)", doc.display()))?;
         write_file(doc, &text)?;
         println!("updated {}", doc.display());

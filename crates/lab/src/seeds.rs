@@ -441,7 +441,7 @@ fn join(groups: &[(String, Vec<String>)]) -> String {
 
 /// [`outcomes_md`] over the mixes of a file (`done`: each mix's label, scenario, jobs
 /// and results), each comparison named by its mix.
-pub fn mixes_outcomes_md(sc: &Scenario, done: &[crate::cachefair_report::MixRuns]) -> String {
+pub fn mixes_outcomes_md(sc: &Scenario, done: &[crate::experiment::MixRuns]) -> String {
     if !sc.sequential() {
         return String::new();
     }

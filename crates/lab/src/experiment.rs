@@ -6,7 +6,7 @@
 //! combination is one run; tables and plots show the mean over seeds.
 
 use crate::files::write_file;
-use crate::simulate_cmd::interrupt_flag;
+use crate::interrupt::interrupt_flag;
 use crate::svg::{line_chart, Series, XAxis};
 use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
@@ -15,24 +15,10 @@ use cachesched_sim::result::ThreadResult;
 use cachesched_sim::{
     Baseline, KernelConfig, MachineSpec, RunResult, SimConfig, SimError, Simulation, ThreadGroup,
 };
-use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-
-/// Arguments of `cachesched experiment`.
-#[derive(Args, Debug)]
-pub struct ExperimentArgs {
-    /// Scenario file (TOML).
-    scenario: PathBuf,
-    /// Output directory (default: results/NAME, NAME being the scenario's).
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-    /// Parallel runs, 1 to 1,024 (default: number of CPUs; never more than the runs).
-    #[arg(long, value_name = "N", value_parser = crate::experiment::parse_jobs)]
-    jobs: Option<usize>,
-}
 
 /// One variant of a scenario: what differs between compared runs.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -253,8 +239,8 @@ pub struct Quick {
     pub mixes: Option<usize>,
 }
 
-/// Analyses a scenario may ask for.
-pub const ANALYSES: &[&str] = &["casc", "cachefair", "clustering", "affinity", "timeslice"];
+/// One mix's label, scenario, jobs and results.
+pub type MixRuns = (Option<String>, Scenario, Vec<Job>, Vec<RunResult>);
 
 fn default_duration() -> f64 {
     1000.0
@@ -641,9 +627,12 @@ impl Scenario {
         if let Some(a) = self
             .analyses
             .iter()
-            .find(|a| !ANALYSES.contains(&a.as_str()))
+            .find(|a| crate::papers::find(a).is_none())
         {
-            bail!("unknown analysis '{a}'; known: {}", ANALYSES.join(", "));
+            bail!(
+                "unknown analysis '{a}'; known: {}",
+                crate::papers::names().join(", ")
+            );
         }
         for (i, r) in self.references.iter().enumerate() {
             if !self.analyses.iter().any(|a| a == "timeslice") {
@@ -1113,32 +1102,6 @@ pub fn load(path: &std::path::Path) -> Result<Scenario> {
     Ok(s)
 }
 
-/// `cachesched experiment`.
-pub fn run(a: ExperimentArgs) -> Result<i32> {
-    let mut sc = load(&a.scenario)?;
-    // the runs of a file, as it says (seeds are added one at a time by `reproduce`)
-    sc.every_seed();
-    let out = match &a.out {
-        Some(o) => o.clone(),
-        None => PathBuf::from("results").join(crate::files::component(&sc.name, "scenario name")?),
-    };
-    let planned = plan_file(&sc, &a.scenario)?;
-    // an unusable output directory is said before the runs, not after them
-    for p in &planned {
-        crate::files::check_writable_dir(&p.out(&out))?;
-    }
-    if fill_run_cache(&planned, a.jobs)?.is_none() {
-        return Ok(130);
-    }
-    for p in planned {
-        let dir = p.out(&out);
-        if run_scenario(&p.sc, p.jobs, &dir, a.jobs)?.is_none() {
-            return Ok(130);
-        }
-    }
-    Ok(0)
-}
-
 /// Runs `jobs_list` (the jobs of `sc`, [`Scenario::jobs`]) on `jobs` workers (default:
 /// all CPUs) with a progress bar, writes the outputs to `out` and returns the jobs with
 /// their results; `None` if interrupted (nothing written).
@@ -1189,7 +1152,7 @@ pub fn complete(
 }
 
 /// Whether `sc` reports a metric measured against running alone (its runs need solo
-/// reference runs, [`crate::solo`]).
+/// reference runs, [`crate::caches::solo`]).
 pub fn wants_solo(sc: &Scenario) -> bool {
     sc.metrics
         .iter()
@@ -1197,7 +1160,7 @@ pub fn wants_solo(sc: &Scenario) -> bool {
 }
 
 /// How errors and progress name run `j` of scenario `sc`.
-pub(crate) fn run_label(sc: &Scenario, j: &Job) -> String {
+pub fn run_label(sc: &Scenario, j: &Job) -> String {
     format!(
         "run '{}' of {} seed {} llc {:?} KiB",
         sc.variants[j.variant].label, sc.name, j.seed, j.llc_kb
@@ -1205,7 +1168,7 @@ pub(crate) fn run_label(sc: &Scenario, j: &Job) -> String {
 }
 
 /// Said when Ctrl-C stops a batch of runs.
-pub(crate) const INTERRUPTED: &str =
+pub const INTERRUPTED: &str =
     "interrupted; nothing more is written (finished runs are kept in the run cache)";
 
 /// The most parallel runs `--jobs` may ask for: each worker holds a simulation (tens
@@ -1213,7 +1176,7 @@ pub(crate) const INTERRUPTED: &str =
 pub const MAX_JOBS: usize = 1024;
 
 /// Parses `--jobs`: 1 to [`MAX_JOBS`].
-pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {
+pub fn parse_jobs(s: &str) -> Result<usize, String> {
     let n: usize = s
         .parse()
         .map_err(|_| format!("'{s}' is not a number of parallel runs: give 1 to {MAX_JOBS}"))?;
@@ -1224,7 +1187,7 @@ pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {
 }
 
 /// Workers for `n` runs: `jobs`, else every CPU, at least one and at most `n`.
-pub(crate) fn worker_count(jobs: Option<usize>, n: usize) -> usize {
+pub fn worker_count(jobs: Option<usize>, n: usize) -> usize {
     jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -1237,18 +1200,18 @@ pub(crate) fn worker_count(jobs: Option<usize>, n: usize) -> usize {
 /// baseline), and the others run on `workers` workers in one pool, each kept in the
 /// run cache as it finishes (`label` names a run in errors); configurations that
 /// repeat (the same key) run once. `None` if interrupted.
-pub(crate) fn cached_or_run(
+pub fn cached_or_run(
     cfgs: &[&SimConfig],
     label: &(dyn Fn(usize) -> String + Sync),
     workers: usize,
 ) -> Result<Option<Vec<RunResult>>> {
     let keys = cfgs
         .iter()
-        .map(|c| crate::cache::config_key(c))
+        .map(|c| crate::caches::config_key(c))
         .collect::<Result<Vec<u64>>>()?;
     let mut found: Vec<Option<RunResult>> = keys
         .iter()
-        .map(|&k| crate::run_cache::load(k))
+        .map(|&k| crate::caches::runs::load(k))
         .collect::<Result<_>>()?;
     // the first of each key the cache lacks
     let mut seen = std::collections::HashSet::new();
@@ -1262,7 +1225,7 @@ pub(crate) fn cached_or_run(
             "{} of {} runs read from the run cache ({}), {}{} to run",
             cfgs.len() - lacking,
             cfgs.len(),
-            crate::run_cache::cache_dir()?.display(),
+            crate::caches::runs::cache_dir()?.display(),
             if same > 0 {
                 format!("{same} the same as another, ")
             } else {
@@ -1274,7 +1237,7 @@ pub(crate) fn cached_or_run(
     let to_run: Vec<&SimConfig> = missing.iter().map(|&i| cfgs[i]).collect();
     let warned = std::sync::Once::new();
     let keep = |m: usize, r: &RunResult| {
-        if let Err(e) = crate::run_cache::store(keys[missing[m]], r) {
+        if let Err(e) = crate::caches::runs::store(keys[missing[m]], r) {
             warned.call_once(|| eprintln!("warning: runs are not kept in the run cache: {e:#}"));
         }
     };
@@ -1308,7 +1271,7 @@ pub fn fill_run_cache(planned: &[Planned], jobs: Option<usize>) -> Result<Option
     if planned.len() < 2 {
         return Ok(Some(()));
     }
-    if let Err(e) = crate::run_cache::check_writable() {
+    if let Err(e) = crate::caches::runs::check_writable() {
         eprintln!("warning: the mixes run one after the other: {e:#}");
         return Ok(Some(()));
     }
@@ -1414,15 +1377,15 @@ pub fn load_results(
 }
 
 /// Gives every thread of `runs` (the results of `cfgs`) its solo reference: cached
-/// ones are read, the others run on `workers` and cached (see [`crate::solo`]).
+/// ones are read, the others run on `workers` and cached (see [`crate::caches::solo`]).
 /// `None` if interrupted.
-pub(crate) fn attach_solo_runs(
+pub fn attach_solo_runs(
     cfgs: &[&SimConfig],
     runs: &mut [RunResult],
     workers: usize,
 ) -> Result<Option<()>> {
-    let (distinct, keys) = crate::solo::plan(cfgs)?;
-    let mut refs = crate::solo::cached(distinct.keys().copied())?;
+    let (distinct, keys) = crate::caches::solo::plan(cfgs)?;
+    let mut refs = crate::caches::solo::cached(distinct.keys().copied())?;
     let missing: Vec<(u64, &SimConfig)> = distinct
         .iter()
         .filter(|(k, _)| !refs.contains_key(k))
@@ -1433,7 +1396,7 @@ pub(crate) fn attach_solo_runs(
         distinct.len(),
         refs.len(),
         missing.len(),
-        crate::solo::cache_dir()?.display()
+        crate::caches::solo::cache_dir()?.display()
     );
     if !missing.is_empty() {
         let solo_cfgs: Vec<&SimConfig> = missing.iter().map(|(_, c)| *c).collect();
@@ -1447,11 +1410,11 @@ pub(crate) fn attach_solo_runs(
             return Ok(None);
         };
         for ((k, c), r) in missing.iter().zip(&solo_runs) {
-            refs.insert(*k, crate::solo::store(*k, c, r)?);
+            refs.insert(*k, crate::caches::solo::store(*k, c, r)?);
         }
     }
     for ((cfg, ks), r) in cfgs.iter().zip(&keys).zip(runs.iter_mut()) {
-        crate::solo::attach(cfg, ks, &refs, r);
+        crate::caches::solo::attach(cfg, ks, &refs, r);
     }
     Ok(Some(()))
 }
@@ -1459,7 +1422,7 @@ pub(crate) fn attach_solo_runs(
 /// Runs `cfgs` on `workers` threads with a progress bar; `label(i)` names run `i` in
 /// errors, and `on_done(i, result)` is called as soon as run `i` has finished (not for
 /// a run cut short by Ctrl-C). `None` if interrupted.
-pub(crate) fn run_configs(
+pub fn run_configs(
     cfgs: &[&SimConfig],
     label: &(dyn Fn(usize) -> String + Sync),
     workers: usize,

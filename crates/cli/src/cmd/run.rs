@@ -289,7 +289,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let mut d = Daemon::start_with(host, policy, target.clone(), config.clone(), sampling)?;
     let mut json = match &a.json {
         Some(p) => {
-            crate::files::write_file(p, "")?;
+            cachesched_lab::files::write_file(p, "")?;
             let f = std::fs::OpenOptions::new()
                 .append(true)
                 .open(p)

@@ -42,7 +42,7 @@
 //! runs of one mix, counting the fills Intel's "LLC Misses" event counts, with which the
 //! paper measured it: demand and first-level prefetch fills, not the L2 streamer's).
 
-use crate::experiment::{metric, over_seeds, plain, show, Scenario};
+use crate::experiment::{metric, over_seeds, plain, show, MixRuns, Scenario};
 use crate::files::write_file;
 use crate::paper::{agreement, PaperValue};
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
@@ -97,7 +97,7 @@ struct Data<'a> {
 }
 
 impl<'a> Data<'a> {
-    fn new(sc: &Scenario, done: &'a [crate::cachefair_report::MixRuns]) -> Data<'a> {
+    fn new(sc: &Scenario, done: &'a [MixRuns]) -> Data<'a> {
         let nv = sc.variants.len();
         let mut d = Data {
             mixes: Vec::new(),
@@ -308,11 +308,7 @@ fn improvement(ratios: &[f64]) -> f64 {
 }
 
 /// The analysis section; plots are written to `out`.
-pub fn analysis(
-    sc: &Scenario,
-    done: &[crate::cachefair_report::MixRuns],
-    out: &Path,
-) -> Result<String> {
+pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
     let data = Data::new(sc, done);
     let at = |l: &str| sc.variants.iter().position(|v| v.label == l);
     let mut md = String::new();
@@ -1017,7 +1013,7 @@ fn partitioned(sc: &Scenario, data: &Data<'_>) -> Vec<(usize, usize, PerProgram)
 /// timeslice analysis, a `cfs` variant and a static slice variant, no `references`
 /// (a diagnostic repeats another file's layout), and every mix binds the same number of
 /// single-CPU programs to each of the same number of CPUs (`None` otherwise).
-fn layout(sc: &Scenario) -> Option<(usize, usize)> {
+pub fn layout(sc: &Scenario) -> Option<(usize, usize)> {
     let has = |f: &dyn Fn(usize) -> bool| (0..sc.variants.len()).any(f);
     if !sc.analyses.iter().any(|a| a == "timeslice")
         || !sc.references.is_empty()
@@ -1080,11 +1076,7 @@ impl Curve {
 
 /// The [`Curve`] of scenario file `stem` from its runs (`None` where it has no
 /// [`layout`]).
-pub fn curve(
-    stem: &str,
-    sc: &Scenario,
-    done: &[crate::cachefair_report::MixRuns],
-) -> Option<Curve> {
+pub fn curve(stem: &str, sc: &Scenario, done: &[MixRuns]) -> Option<Curve> {
     let (cpus, per_core) = layout(sc)?;
     let data = Data::new(sc, done);
     let cfs = sc.variants.iter().position(|v| v.label == "cfs")?;
@@ -1313,6 +1305,39 @@ fn paper_table(sc: &Scenario, measured: &Measured) -> String {
         );
     }
     md + "\n"
+}
+
+/// The timeslice-aggregation paper (`docs/timeslice.md`).
+pub struct Timeslice;
+
+impl crate::papers::Paper for Timeslice {
+    fn name(&self) -> &'static str {
+        "timeslice"
+    }
+    fn validate_mixes_value(&self, pv: &PaperValue, sc: &Scenario) -> Option<Result<(), String>> {
+        Some(validate_paper_value(pv, sc))
+    }
+    fn mixes_section(&self, sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
+        analysis(sc, done, out)
+    }
+    fn across_files(&self, scs: &[&Scenario]) -> Option<Box<dyn crate::papers::AcrossFiles>> {
+        compared(scs).then(|| Box::new(Curves(Vec::new())) as Box<dyn crate::papers::AcrossFiles>)
+    }
+}
+
+/// Figures 5-8's improvement curves, one per scenario file that has one ([`curve`]).
+struct Curves(Vec<Curve>);
+
+impl crate::papers::AcrossFiles for Curves {
+    fn add(&mut self, stem: &str, sc: &Scenario, done: &[MixRuns]) {
+        self.0.extend(curve(stem, sc, done));
+    }
+    fn stems(&self) -> Vec<String> {
+        self.0.iter().map(|c| c.stem().to_string()).collect()
+    }
+    fn section(&self, command: &str, out: &Path) -> Result<String> {
+        across_files(&self.0, command, out)
+    }
 }
 
 #[cfg(test)]
@@ -1738,7 +1763,7 @@ mod tests {
         for (_, sub) in sc.per_mix() {
             for j in sub.jobs().unwrap() {
                 if labels.contains(&sc.variants[j.variant].label.as_str()) {
-                    v.push(crate::cache::config_key(&j.cfg).unwrap());
+                    v.push(crate::caches::config_key(&j.cfg).unwrap());
                 }
             }
         }

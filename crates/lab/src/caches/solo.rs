@@ -48,7 +48,7 @@ pub fn group_of_threads(groups: &[ThreadGroup]) -> Vec<usize> {
 
 /// The solo cache directory.
 pub fn cache_dir() -> Result<PathBuf> {
-    crate::cache::user_cache_dir("CACHESCHED_SOLO", "solo")
+    crate::caches::user_cache_dir("CACHESCHED_SOLO", "solo")
 }
 
 /// One cached reference, as stored.
@@ -73,7 +73,7 @@ pub fn plan(cfgs: &[&SimConfig]) -> Result<Plan> {
         let mut ks = Vec::new();
         for g in &cfg.threads {
             let solo = solo_config(cfg, g);
-            let k = crate::cache::config_key(&solo)?;
+            let k = crate::caches::config_key(&solo)?;
             distinct.entry(k).or_insert(solo);
             ks.push(k);
         }
@@ -88,11 +88,11 @@ pub fn cached(keys: impl Iterator<Item = u64>) -> Result<BTreeMap<u64, f64>> {
     let dir = cache_dir()?;
     let mut found = BTreeMap::new();
     for k in keys {
-        let path = crate::cache::entry_path(&dir, k);
+        let path = crate::caches::entry_path(&dir, k);
         if let Ok(text) = std::fs::read_to_string(&path) {
             if let Ok(e) = serde_json::from_str::<Entry>(&text) {
                 // an entry under another key's name is not this run's
-                if crate::cache::config_key(&e.config)? == k {
+                if crate::caches::config_key(&e.config)? == k {
                     found.insert(k, e.ips);
                 } else {
                     eprintln!(
@@ -115,7 +115,7 @@ pub fn store(k: u64, config: &SimConfig, r: &RunResult) -> Result<f64> {
         ips,
         config: config.clone(),
     };
-    crate::cache::store_entry(
+    crate::caches::store_entry(
         &cache_dir()?,
         "solo cache",
         k,

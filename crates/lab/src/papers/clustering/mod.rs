@@ -356,3 +356,21 @@ fn figure8(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> Resul
     md += "\nPlots: `fig8-overhead.svg`, `fig8-collection.svg`.\n\n";
     Ok(md)
 }
+
+/// The sharing-aware thread clustering paper (Tam et al.; `docs/clustering.md`).
+pub struct Clustering;
+
+impl crate::papers::Paper for Clustering {
+    fn name(&self) -> &'static str {
+        "clustering"
+    }
+    fn section(
+        &self,
+        sc: &Scenario,
+        jobs: &[Job],
+        runs: &[RunResult],
+        out: &Path,
+    ) -> Result<String> {
+        analysis(sc, jobs, runs, out)
+    }
+}

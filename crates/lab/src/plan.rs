@@ -101,7 +101,7 @@ fn costs(
             let m = machine_of(cfg)?;
             let ms = match cfg.stop_after_quanta {
                 Some(_) => {
-                    let any_seed = crate::cache::config_key(&SimConfig {
+                    let any_seed = crate::caches::config_key(&SimConfig {
                         seed: 0,
                         ..cfg.clone()
                     })?;
@@ -127,12 +127,12 @@ fn costs(
         for p in planned.iter() {
             let jobs: Vec<&crate::experiment::Job> = p.jobs.iter().filter(|j| keep(p, j)).collect();
             for j in &jobs {
-                let k = crate::cache::config_key(&j.cfg)?;
+                let k = crate::caches::config_key(&j.cfg)?;
                 if !seen.insert(k) {
                     continue;
                 }
                 fc.runs += 1;
-                if crate::run_cache::holds(k)? {
+                if crate::caches::runs::holds(k)? {
                     fc.cached += 1;
                 } else {
                     pending(&j.cfg, &mut fc)?;
@@ -142,8 +142,8 @@ fn costs(
                 continue;
             }
             let cfgs: Vec<&SimConfig> = jobs.iter().map(|j| &j.cfg).collect();
-            let (distinct, _) = crate::solo::plan(&cfgs)?;
-            let held = crate::solo::cached(distinct.keys().copied())?;
+            let (distinct, _) = crate::caches::solo::plan(&cfgs)?;
+            let held = crate::caches::solo::cached(distinct.keys().copied())?;
             for (k, cfg) in &distinct {
                 if !seen_solo.insert(*k) {
                     continue;
@@ -172,11 +172,11 @@ const SIBLING_SEEDS: u64 = 10;
 fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
     let mut lens = Vec::new();
     for seed in 1..=SIBLING_SEEDS {
-        let k = crate::cache::config_key(&SimConfig {
+        let k = crate::caches::config_key(&SimConfig {
             seed,
             ..cfg.clone()
         })?;
-        if let Some(r) = crate::run_cache::load(k)? {
+        if let Some(r) = crate::caches::runs::load(k)? {
             lens.push(cfg.warmup_ms + r.measured_ms);
         }
     }
@@ -314,21 +314,21 @@ fn table_row(name: &str, row: &[[f64; 6]; 2]) -> String {
 /// in the run cache; returns (moved, already there, absent). Only for a build whose
 /// model gives the same results as this one: the golden results of both must agree.
 pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, usize)> {
-    let dir = crate::run_cache::cache_dir()?;
+    let dir = crate::caches::runs::cache_dir()?;
     let (mut moved, mut there, mut absent) = (0, 0, 0);
     let mut seen = HashSet::new();
     for j in planned.iter().flat_map(|p| &p.jobs) {
-        let new = crate::cache::config_key(&j.cfg)?;
+        let new = crate::caches::config_key(&j.cfg)?;
         if !seen.insert(new) {
             continue;
         }
-        let old = crate::cache::entry_path(&dir, crate::cache::key_from(source_hash, &j.cfg)?);
-        let to = crate::cache::entry_path(&dir, new);
+        let old = crate::caches::entry_path(&dir, crate::caches::key_from(source_hash, &j.cfg)?);
+        let to = crate::caches::entry_path(&dir, new);
         if to.exists() {
             there += 1;
-        } else if let Some(r) = crate::run_cache::read_entry_of_old_build(&old) {
+        } else if let Some(r) = crate::caches::runs::read_entry_of_old_build(&old) {
             // stored again under the new key (an entry holds its key), then the old removed
-            crate::run_cache::store(new, &r)?;
+            crate::caches::runs::store(new, &r)?;
             std::fs::remove_file(&old)
                 .with_context(|| format!("cannot remove '{}'", old.display()))?;
             moved += 1;

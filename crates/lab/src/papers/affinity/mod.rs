@@ -22,7 +22,7 @@
 //!   window (IPC times the CPU time they got), which a policy can change by moving CPU
 //!   time as well as by keeping caches warm.
 
-use crate::experiment::{over_seeds, plain, show, Scenario};
+use crate::experiment::{over_seeds, plain, show, MixRuns, Scenario};
 use crate::files::write_file;
 use crate::paper::{agreement, PaperValue};
 use crate::svg::{bar_chart, Marks, Series};
@@ -224,11 +224,7 @@ fn pair_caches(low_label: &str) -> &'static [(&'static str, &'static str)] {
 /// instruction, high against low affinity, per program and over all; the policies'
 /// share of binding's gain where the scenario has `bound` and `oblivious`; the paper's
 /// values against the measured; plots written to `out`.
-pub fn analysis(
-    sc: &Scenario,
-    done: &[crate::cachefair_report::MixRuns],
-    out: &Path,
-) -> Result<String> {
+pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
     let pairs = pairs(sc)?;
     let nv = sc.variants.len();
     let mut data = Data {
@@ -514,6 +510,21 @@ fn plots(sc: &Scenario, data: &Data, pairs: &[(usize, usize)], out: &Path) -> Re
     )?;
     files.push("ipc-change.svg".to_string());
     Ok(crate::svg::plots_line(&files))
+}
+
+/// The cache-affinity paper (`docs/affinity.md`).
+pub struct Affinity;
+
+impl crate::papers::Paper for Affinity {
+    fn name(&self) -> &'static str {
+        "affinity"
+    }
+    fn validate_mixes_value(&self, pv: &PaperValue, sc: &Scenario) -> Option<Result<(), String>> {
+        Some(validate_paper_value(pv, sc))
+    }
+    fn mixes_section(&self, sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
+        analysis(sc, done, out)
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,15 @@
+//! One module per command: argument parsing and calls into the libraries.
+
+pub mod bench;
+pub mod bench_cachefair;
+pub mod bench_daemon;
+pub mod burn;
+pub mod experiment;
+pub mod info;
+pub mod mrc;
+pub mod real;
+pub mod replay;
+pub mod reproduce;
+pub mod run;
+pub mod simulate;
+pub mod study;

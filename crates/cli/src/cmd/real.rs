@@ -1,0 +1,92 @@
+//! `cachesched real`: the real-program suite, its trace cache, recording.
+
+use anyhow::{bail, Result};
+use cachesched_lab::real::{cache_dir, program, record, Program, M, SUITE};
+use clap::{Args, Subcommand};
+
+/// `cachesched real …`.
+#[derive(Subcommand, Debug)]
+pub enum RealCommand {
+    /// The suite: each program, its package, input, instruction window and whether
+    /// its trace is in the cache.
+    List,
+    /// Record programs' traces into the cache (all of them with --all).
+    Record(RecordArgs),
+    /// Print where a program's trace is (or will be) in the cache; records nothing.
+    Path {
+        /// The program (`cachesched real list`).
+        program: String,
+    },
+}
+
+/// Arguments of `cachesched real record`.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Programs to record (`cachesched real list`).
+    #[arg(value_name = "PROGRAM")]
+    programs: Vec<String>,
+    /// Record every program of the suite.
+    #[arg(long)]
+    all: bool,
+    /// Record again even if the cache has a trace.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs `cachesched real …`.
+pub fn run(c: RealCommand) -> Result<()> {
+    let dir = cache_dir()?;
+    match c {
+        RealCommand::List => {
+            println!("trace cache: {}", dir.display());
+            println!(
+                "{:10} {:11} {:>8} {:>8} {:>9}  what",
+                "program", "package", "skip", "record", "cached"
+            );
+            for p in SUITE {
+                let path = p.trace_path(&dir);
+                let cached = std::fs::metadata(&path)
+                    .map(|m| format!("{:.0} MB", m.len() as f64 / 1e6))
+                    .unwrap_or_else(|_| "no".into());
+                println!(
+                    "{:10} {:11} {:>7}M {:>7}M {:>9}  {}",
+                    p.name,
+                    p.package,
+                    p.window.skip / M,
+                    p.window.length / M,
+                    cached,
+                    p.what
+                );
+            }
+            println!("use: --mix real:NAME[:COUNT]; a missing trace is recorded on first use (needs valgrind and the package)");
+            Ok(())
+        }
+        RealCommand::Path { program: name } => {
+            println!("{}", program(&name)?.trace_path(&dir).display());
+            Ok(())
+        }
+        RealCommand::Record(a) => {
+            let programs: Vec<&Program> = if a.all {
+                if !a.programs.is_empty() {
+                    bail!("give program names or --all, not both");
+                }
+                SUITE.iter().collect()
+            } else if a.programs.is_empty() {
+                bail!("name the programs to record, or --all (`cachesched real list`)");
+            } else {
+                a.programs
+                    .iter()
+                    .map(|n| program(n))
+                    .collect::<Result<_>>()?
+            };
+            for p in programs {
+                if !a.force && p.trace_path(&dir).exists() {
+                    eprintln!("real:{} is in the cache (--force records it again)", p.name);
+                    continue;
+                }
+                record(p, &dir)?;
+            }
+            Ok(())
+        }
+    }
+}
