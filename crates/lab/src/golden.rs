@@ -16,7 +16,8 @@
 //! (`real:NAME`) are left out: their traces are not in a clean checkout (the trace
 //! replay is covered by the simulator's own trace-thread goldens).
 
-use crate::experiment::{self, Scenario};
+use crate::experiment;
+use crate::scenario::Scenario;
 use cachesched_core::hash::fnv1a;
 use cachesched_sim::{SimConfig, MODEL_VERSION};
 use std::collections::BTreeSet;
@@ -257,11 +258,10 @@ mod tests {
     fn the_reproductions_golden_results_hold() {
         let cases = cases();
         let cfgs: Vec<&SimConfig> = cases.iter().map(|(_, c)| c).collect();
-        let workers = crate::experiment::worker_count(None, cfgs.len());
-        let runs =
-            crate::experiment::run_configs(&cfgs, &|i| cases[i].0.clone(), workers, &|_, _| {})
-                .expect("every golden run completes")
-                .expect("not interrupted");
+        let workers = crate::runner::worker_count(None, cfgs.len());
+        let runs = crate::runner::run_configs(&cfgs, &|i| cases[i].0.clone(), workers, &|_, _| {})
+            .expect("every golden run completes")
+            .expect("not interrupted");
         let hashes: Vec<u64> = runs
             .iter()
             .map(|r| {

@@ -3,25 +3,31 @@
 //! the five papers' analyses and the reports, plots and documentation blocks made
 //! from them.
 //!
-//! The path of a run: a scenario file ([`experiment::parse`]) → its planned runs
+//! The path of a run: a scenario file ([`experiment::parse`], [`scenario`]) → its planned runs
 //! ([`experiment::plan_file`]) → the run cache or the simulator
-//! ([`experiment::cached_or_run`]) → results with their solo references
-//! ([`caches::solo`]) → checks ([`experiment::checks`]) → a report
-//! ([`reproduce::reproduce_papers`], with each paper's section from [`papers`]) →
+//! ([`runner::cached_or_run`]) → results with their solo references
+//! ([`caches::solo`]) → checks ([`checks::checks`]), statistics over seeds ([`stats`]) → a report ([`report`],
+//! [`reproduce::reproduce_papers`], with each paper's section from [`papers`]) →
 //! Markdown, CSV, SVG ([`svg`]) and the docs blocks ([`docs_block`]).
 
 pub mod caches;
+pub mod checks;
 pub mod docs_block;
 pub mod experiment;
 pub mod files;
 pub mod interrupt;
+pub mod metrics;
 pub mod paper;
 pub mod papers;
 pub mod plan;
 pub mod positions;
 pub mod real;
+pub mod report;
 pub mod reproduce;
+pub mod runner;
+pub mod scenario;
 pub mod seeds;
+pub mod stats;
 pub mod svg;
 pub mod traces;
 

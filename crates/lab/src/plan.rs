@@ -10,7 +10,7 @@
 //! same configuration with other seeds that the run cache holds, or at its whole
 //! duration (an upper bound, said) when it holds none.
 
-use crate::experiment::Planned;
+use crate::scenario::Planned;
 use anyhow::{Context, Result};
 use cachesched_sim::SimConfig;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -81,7 +81,7 @@ fn calibrate(cfg: &SimConfig) -> Result<f64> {
 /// that a second plan of the same files reads no cached run again.
 fn costs(
     files: &[(String, &[Planned])],
-    keep: &dyn Fn(&Planned, &crate::experiment::Job) -> bool,
+    keep: &dyn Fn(&Planned, &crate::scenario::Job) -> bool,
     probes: &mut BTreeMap<String, SimConfig>,
     lengths: &mut HashMap<u64, Option<f64>>,
 ) -> Result<Vec<FileCost>> {
@@ -125,7 +125,7 @@ fn costs(
             Ok(())
         };
         for p in planned.iter() {
-            let jobs: Vec<&crate::experiment::Job> = p.jobs.iter().filter(|j| keep(p, j)).collect();
+            let jobs: Vec<&crate::scenario::Job> = p.jobs.iter().filter(|j| keep(p, j)).collect();
             for j in &jobs {
                 let k = crate::caches::config_key(&j.cfg)?;
                 if !seen.insert(k) {
@@ -138,7 +138,7 @@ fn costs(
                     pending(&j.cfg, &mut fc)?;
                 }
             }
-            if !crate::experiment::wants_solo(&p.sc) {
+            if !p.sc.wants_solo() {
                 continue;
             }
             let cfgs: Vec<&SimConfig> = jobs.iter().map(|j| &j.cfg).collect();
@@ -185,7 +185,7 @@ fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
 
 /// Whether job `j` of `p` is one of the runs every variant makes first when seeds are
 /// added one at a time (all of them when `p` runs every seed at once).
-fn at_minimum(p: &Planned, j: &crate::experiment::Job) -> bool {
+fn at_minimum(p: &Planned, j: &crate::scenario::Job) -> bool {
     p.sc.seeds
         .iter()
         .position(|&s| s == j.seed)

@@ -6,9 +6,11 @@
 //! `--quick` runs each file's reduced version and says so; `reproduce all` runs every
 //! paper's directory.
 
+use crate::checks::checks;
 use crate::docs_block;
-use crate::experiment::{checks, load, run_scenario, Job, Scenario};
+use crate::experiment::{load, run_scenario};
 use crate::files::write_file;
+use crate::scenario::{Job, Scenario};
 use anyhow::{bail, Context, Result};
 use cachesched_sim::RunResult;
 use std::path::{Path, PathBuf};
@@ -102,7 +104,7 @@ const ACROSS: &str = "across-files";
 
 /// Scenario file `f` loaded, reduced with `--quick`, with the command line's overrides
 /// (said in its description), checked, and its runs planned.
-fn prepare(f: &Path, a: &Options) -> Result<(Scenario, Vec<crate::experiment::Planned>)> {
+fn prepare(f: &Path, a: &Options) -> Result<(Scenario, Vec<crate::scenario::Planned>)> {
     let mut sc = load(f)?;
     if a.quick {
         sc = sc.reduced();
@@ -132,8 +134,7 @@ fn prepare(f: &Path, a: &Options) -> Result<(Scenario, Vec<crate::experiment::Pl
             over.join(", ")
         );
     }
-    sc.validate()
-        .with_context(|| format!("in scenario file '{}'", f.display()))?;
+    crate::papers::validate(&sc).with_context(|| format!("in scenario file '{}'", f.display()))?;
     let planned = crate::experiment::plan_file(&sc, f)?;
     Ok((sc, planned))
 }
@@ -197,7 +198,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
         }
     }
     if a.plan || a.rekey_from.is_some() {
-        let files: Vec<(String, &[crate::experiment::Planned])> = plan
+        let files: Vec<(String, &[crate::scenario::Planned])> = plan
             .iter()
             .flat_map(|(paper, scs, _)| {
                 scs.iter()
@@ -211,7 +212,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
                 .with_context(|| {
                     format!("--rekey-from takes a source hash of 16 hex digits, not '{h}'")
                 })?;
-            let all: Vec<&crate::experiment::Planned> =
+            let all: Vec<&crate::scenario::Planned> =
                 files.iter().flat_map(|(_, p)| p.iter()).collect();
             let (moved, there, absent) = crate::plan::rekey(&all, hash)?;
             println!(
@@ -220,7 +221,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
                 cachesched_sim::MODEL_VERSION
             );
         } else {
-            crate::plan::print(&files, crate::experiment::worker_count(a.jobs, usize::MAX))?;
+            crate::plan::print(&files, crate::runner::worker_count(a.jobs, usize::MAX))?;
         }
         return Ok(0);
     }
@@ -262,7 +263,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
             if a.from_results {
                 for p in planned {
                     let out = p.out(&dir.join(stem));
-                    let (jobs, runs) = crate::experiment::load_results(&p.sc, p.jobs, &out)?;
+                    let (jobs, runs) = crate::report::load_results(&p.sc, p.jobs, &out)?;
                     done.push((p.mix, p.sc, jobs, runs));
                 }
             } else if sc.sequential() {
@@ -272,7 +273,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
                 };
                 for (p, runs) in ran {
                     let out = p.out(&dir.join(stem));
-                    let workers = crate::experiment::worker_count(a.jobs, p.jobs.len());
+                    let workers = crate::runner::worker_count(a.jobs, p.jobs.len());
                     let Some((jobs, runs)) =
                         crate::experiment::complete(&p.sc, p.jobs, runs, &out, workers)?
                     else {
@@ -281,7 +282,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
                     done.push((p.mix, p.sc, jobs, runs));
                 }
             } else {
-                if crate::experiment::fill_run_cache(&planned, a.jobs)?.is_none() {
+                if crate::runner::fill_run_cache(&planned, a.jobs)?.is_none() {
                     return Ok(130);
                 }
                 for p in planned {
@@ -373,7 +374,7 @@ fn section(
     if !checks_md.is_empty() {
         sec += &format!("{checks_md}\n");
     }
-    let t = crate::paper::table(sc, jobs, runs);
+    let t = crate::report::table(sc, jobs, runs);
     if !t.is_empty() {
         sec += &format!("{t}\n");
     }
@@ -426,7 +427,7 @@ fn window(sc: &Scenario) -> String {
 fn mixes_section(
     stem: &str,
     sc: &Scenario,
-    done: &[crate::experiment::MixRuns],
+    done: &[crate::scenario::MixRuns],
     command: &str,
     out: &Path,
 ) -> Result<(String, bool)> {

@@ -16,7 +16,9 @@
 //! variant has. The seeds chosen depend only on the results, which are deterministic:
 //! a repeated reproduction chooses the same runs and reads them from the run cache.
 
-use crate::experiment::{paired_change, Job, Planned, Scenario};
+use crate::scenario::{Job, Planned, Scenario};
+
+use crate::stats::paired_change;
 use anyhow::{bail, Result};
 use cachesched_sim::RunResult;
 use std::collections::{BTreeMap, HashMap};
@@ -80,8 +82,8 @@ fn tests(sc: &Scenario) -> Vec<(Key, Vec<Test>)> {
                 let base = pv
                     .against
                     .as_deref()
-                    .map_or(0, |a| crate::paper::PaperValue::index(sc, a));
-                if crate::paper::PaperValue::index(sc, &pv.variant) == v
+                    .map_or(0, |a| crate::scenario::PaperValue::index(sc, a));
+                if crate::scenario::PaperValue::index(sc, &pv.variant) == v
                     && base != v
                     && pv.points(sc).contains(&p)
                 {
@@ -253,16 +255,16 @@ pub fn run(planned: Vec<Planned>, jobs: Option<usize>) -> Result<Option<Vec<Ran>
             .collect();
         let label = |k: usize| {
             let (pi, i) = new[k];
-            crate::experiment::run_label(&planned[pi].sc, &planned[pi].jobs[i])
+            crate::runner::run_label(&planned[pi].sc, &planned[pi].jobs[i])
         };
-        let workers = crate::experiment::worker_count(jobs, cfgs.len());
+        let workers = crate::runner::worker_count(jobs, cfgs.len());
         println!(
             "seeds, round {round}: {} runs of {} mix(es) on {workers} worker(s)",
             cfgs.len(),
             planned.len()
         );
-        let Some(mut runs) = crate::experiment::cached_or_run(&cfgs, &label, workers)? else {
-            eprintln!("{}", crate::experiment::INTERRUPTED);
+        let Some(mut runs) = crate::runner::cached_or_run(&cfgs, &label, workers)? else {
+            eprintln!("{}", crate::runner::INTERRUPTED);
             return Ok(None);
         };
         // a test on a metric against running alone needs the solo references
@@ -270,15 +272,15 @@ pub fn run(planned: Vec<Planned>, jobs: Option<usize>) -> Result<Option<Vec<Ran>
             if !tests(&p.sc)
                 .iter()
                 .flat_map(|(_, ts)| ts)
-                .any(|t| crate::experiment::SOLO_METRICS.contains(&t.metric.as_str()))
+                .any(|t| crate::metrics::SOLO_METRICS.contains(&t.metric.as_str()))
             {
                 continue;
             }
             let mine: Vec<usize> = (0..new.len()).filter(|&k| new[k].0 == pi).collect();
             let cfgs: Vec<&cachesched_sim::SimConfig> = mine.iter().map(|&k| cfgs[k]).collect();
             let mut rs: Vec<RunResult> = mine.iter().map(|&k| runs[k].clone()).collect();
-            if crate::experiment::attach_solo_runs(&cfgs, &mut rs, workers)?.is_none() {
-                eprintln!("{}", crate::experiment::INTERRUPTED);
+            if crate::runner::attach_solo_runs(&cfgs, &mut rs, workers)?.is_none() {
+                eprintln!("{}", crate::runner::INTERRUPTED);
                 return Ok(None);
             }
             for (&k, r) in mine.iter().zip(rs) {
@@ -336,7 +338,7 @@ pub fn check_loaded(
         ),
         Err(i) => bail!(
             "the rule adding seeds wants the run of {} that the results lack",
-            crate::experiment::run_label(sc, &jobs[i])
+            crate::runner::run_label(sc, &jobs[i])
         ),
     }
 }
@@ -370,7 +372,7 @@ pub fn rule_sentence(sc: &Scenario) -> String {
         sc.seeds,
         sc.first_seeds(),
         sc.variants[0].label,
-        crate::experiment::metric_label(&sc.metrics[0]),
+        crate::metrics::metric_label(&sc.metrics[0]),
         sc.seeds.len()
     )
 }
@@ -441,7 +443,7 @@ fn join(groups: &[(String, Vec<String>)]) -> String {
 
 /// [`outcomes_md`] over the mixes of a file (`done`: each mix's label, scenario, jobs
 /// and results), each comparison named by its mix.
-pub fn mixes_outcomes_md(sc: &Scenario, done: &[crate::experiment::MixRuns]) -> String {
+pub fn mixes_outcomes_md(sc: &Scenario, done: &[crate::scenario::MixRuns]) -> String {
     if !sc.sequential() {
         return String::new();
     }

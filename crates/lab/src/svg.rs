@@ -278,7 +278,7 @@ pub fn line_chart(
         }
         XAxis::Linear => nice_ticks(x0, x1, 6)
             .into_iter()
-            .map(|x| (x, crate::experiment::plain(x)))
+            .map(|x| (x, crate::stats::plain(x)))
             .collect(),
     };
     for (x, label) in xticks {

@@ -1,7 +1,8 @@
 //! `cachesched experiment`: a scenario file's runs, results, plots and report.
 
 use anyhow::Result;
-use cachesched_lab::experiment::{fill_run_cache, load, parse_jobs, plan_file, run_scenario};
+use cachesched_lab::experiment::{load, plan_file, run_scenario};
+use cachesched_lab::runner::{fill_run_cache, parse_jobs};
 use clap::Args;
 use std::path::PathBuf;
 

@@ -2,9 +2,9 @@
 //! simulated machine (the work is `cachesched_lab::reproduce`'s).
 
 use anyhow::Result;
-use cachesched_lab::experiment::parse_jobs;
 use cachesched_lab::papers::casc::sensitivity;
 use cachesched_lab::reproduce::{papers_in, reproduce_papers, Options};
+use cachesched_lab::runner::parse_jobs;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 

@@ -23,9 +23,9 @@
 
 use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;
-use cachesched_lab::experiment::{over_seeds, plain, show};
 use cachesched_lab::files::write_file;
 use cachesched_lab::interrupt::interrupt_flag;
+use cachesched_lab::stats::{over_seeds, plain, show};
 use cachesched_lab::svg::{line_chart, Series, XAxis};
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};

@@ -22,9 +22,14 @@
 //!   window (IPC times the CPU time they got), which a policy can change by moving CPU
 //!   time as well as by keeping caches warm.
 
-use crate::experiment::{over_seeds, plain, show, MixRuns, Scenario};
+use crate::scenario::MixRuns;
+
+use crate::scenario::Scenario;
+
 use crate::files::write_file;
-use crate::paper::{agreement, PaperValue};
+use crate::report::agreement;
+use crate::scenario::PaperValue;
+use crate::stats::{over_seeds, plain, show};
 use crate::svg::{bar_chart, Marks, Series};
 use anyhow::{bail, Result};
 use cachesched_core::num::ratio;
@@ -515,7 +520,7 @@ fn plots(sc: &Scenario, data: &Data, pairs: &[(usize, usize)], out: &Path) -> Re
 /// The cache-affinity paper (`docs/affinity.md`).
 pub struct Affinity;
 
-impl crate::papers::Paper for Affinity {
+impl crate::paper::Paper for Affinity {
     fn name(&self) -> &'static str {
         "affinity"
     }
@@ -530,7 +535,7 @@ impl crate::papers::Paper for Affinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::Variant;
+    use crate::scenario::Variant;
 
     fn sc(labels: &[&str]) -> Scenario {
         let mut s: Scenario = toml::from_str(

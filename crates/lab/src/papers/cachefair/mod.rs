@@ -20,9 +20,14 @@
 //! each principal against the principal's miss rate with the cache equally
 //! partitioned.
 
-use crate::experiment::{over_seeds, plain, show, Job, MixRuns, Scenario};
+use crate::scenario::MixRuns;
+
+use crate::scenario::{Job, Scenario};
+
 use crate::files::write_file;
-use crate::paper::{agreement, PaperValue};
+use crate::report::agreement;
+use crate::scenario::PaperValue;
+use crate::stats::{over_seeds, plain, show};
 use crate::svg::{bar_chart, Marks, Series};
 use anyhow::{bail, Result};
 use cachesched_core::num::ratio;
@@ -560,7 +565,7 @@ fn range_text(r: [f64; 2], unit: &str) -> String {
 /// The cache-fair scheduler's paper (Fedorova et al.; `docs/cachefair.md`).
 pub struct Cachefair;
 
-impl crate::papers::Paper for Cachefair {
+impl crate::paper::Paper for Cachefair {
     fn name(&self) -> &'static str {
         "cachefair"
     }

@@ -4,7 +4,11 @@
 
 pub mod sensitivity;
 
-use crate::experiment::{metric, plain, Class, Job, Scenario, Sweep, Variant};
+use crate::metrics::metric;
+
+use crate::scenario::{Class, Job, Scenario, Sweep, Variant};
+
+use crate::stats::plain;
 use anyhow::{bail, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::workload::LocalityModel;
@@ -368,7 +372,7 @@ fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64])
 /// The CASC paper (Fedorova et al.; `docs/casc.md`).
 pub struct Casc;
 
-impl crate::papers::Paper for Casc {
+impl crate::paper::Paper for Casc {
     fn name(&self) -> &'static str {
         "casc"
     }

@@ -15,9 +15,11 @@
 //! baseline and CASC, so each row is a paired comparison of its own.
 
 use super::{casc_experiment, casc_threads, pct, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES};
-use crate::experiment::{metric, run_scenario, Variant};
+use crate::experiment::run_scenario;
 use crate::files::write_file;
+use crate::metrics::metric;
 use crate::reproduce::write_report;
+use crate::scenario::Variant;
 use crate::svg::{range_chart, RangeRow};
 use anyhow::{bail, Result};
 use cachesched_policies::casc::CascConfig;
@@ -245,7 +247,7 @@ pub fn run(a: Options) -> Result<i32> {
         vec![a.l2_kb],
         &["l2_miss_ratio", "ips"],
     );
-    sc.validate()?;
+    crate::papers::validate(&sc)?;
     let Some((jobs, runs)) = run_scenario(&sc, sc.jobs()?, &a.out, a.jobs)? else {
         return Ok(130);
     };

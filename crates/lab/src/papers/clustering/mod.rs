@@ -3,8 +3,12 @@
 //! found match the workload's ground-truth sharing groups (adjusted Rand index), what
 //! detection cost and how long it took, and Figure 5's picture of the sharing maps.
 
-use crate::experiment::{metric, over_seeds, paired_change, plain, Job, Scenario};
+use crate::metrics::metric;
+
+use crate::scenario::{Job, Scenario};
+
 use crate::files::write_file;
+use crate::stats::{over_seeds, paired_change, plain};
 use crate::svg::{heatmap, line_chart, HeatRow, Series, XAxis};
 use anyhow::Result;
 use cachesched_policies::clustering::cluster::adjusted_rand_index;
@@ -262,7 +266,7 @@ pub fn analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> 
 
 /// The sampling period of variant `v` if it runs the policy without placing (detection
 /// measured alone).
-fn detect_only_period(v: &crate::experiment::Variant) -> Option<u64> {
+fn detect_only_period(v: &crate::scenario::Variant) -> Option<u64> {
     v.policies.iter().find_map(|p| match p {
         PolicySpec::Clustering(c) if !c.place => Some(c.period),
         _ => None,
@@ -360,7 +364,7 @@ fn figure8(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> Resul
 /// The sharing-aware thread clustering paper (Tam et al.; `docs/clustering.md`).
 pub struct Clustering;
 
-impl crate::papers::Paper for Clustering {
+impl crate::paper::Paper for Clustering {
     fn name(&self) -> &'static str {
         "clustering"
     }

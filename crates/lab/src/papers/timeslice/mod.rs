@@ -42,9 +42,16 @@
 //! runs of one mix, counting the fills Intel's "LLC Misses" event counts, with which the
 //! paper measured it: demand and first-level prefetch fills, not the L2 streamer's).
 
-use crate::experiment::{metric, over_seeds, plain, show, MixRuns, Scenario};
+use crate::scenario::MixRuns;
+
+use crate::metrics::metric;
+
+use crate::scenario::Scenario;
+
 use crate::files::write_file;
-use crate::paper::{agreement, PaperValue};
+use crate::report::agreement;
+use crate::scenario::PaperValue;
+use crate::stats::{over_seeds, plain, show};
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
 use anyhow::Result;
 use cachesched_core::num::{quantile, ratio};
@@ -269,7 +276,7 @@ fn slice_of(sc: &Scenario, v: usize) -> Option<f64> {
 }
 
 /// The slice of a variant's static timeslice policy, ms, if it has one.
-fn static_slice(var: &crate::experiment::Variant) -> Option<f64> {
+fn static_slice(var: &crate::scenario::Variant) -> Option<f64> {
     var.policies.iter().find_map(|p| match p {
         PolicySpec::Timeslice(c) if c.mode == cachesched_policies::timeslice::Mode::Static => {
             Some(c.slice_ms)
@@ -375,7 +382,7 @@ fn fewest_slices(data: &Data<'_>, v: usize) -> Option<u64> {
     data.runs
         .iter()
         .flat_map(|m| m[v].values())
-        .filter_map(|r| crate::experiment::fewest_slices(r).map(|t| t.slices))
+        .filter_map(|r| crate::metrics::fewest_slices(r).map(|t| t.slices))
         .min()
 }
 
@@ -981,7 +988,7 @@ fn partitioned(sc: &Scenario, data: &Data<'_>) -> Vec<(usize, usize, PerProgram)
             continue;
         }
         // the same variant in every other respect
-        let bare = |x: &crate::experiment::Variant| crate::experiment::Variant {
+        let bare = |x: &crate::scenario::Variant| crate::scenario::Variant {
             label: String::new(),
             partition: None,
             ..x.clone()
@@ -1310,7 +1317,7 @@ fn paper_table(sc: &Scenario, measured: &Measured) -> String {
 /// The timeslice-aggregation paper (`docs/timeslice.md`).
 pub struct Timeslice;
 
-impl crate::papers::Paper for Timeslice {
+impl crate::paper::Paper for Timeslice {
     fn name(&self) -> &'static str {
         "timeslice"
     }
@@ -1320,15 +1327,15 @@ impl crate::papers::Paper for Timeslice {
     fn mixes_section(&self, sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
         analysis(sc, done, out)
     }
-    fn across_files(&self, scs: &[&Scenario]) -> Option<Box<dyn crate::papers::AcrossFiles>> {
-        compared(scs).then(|| Box::new(Curves(Vec::new())) as Box<dyn crate::papers::AcrossFiles>)
+    fn across_files(&self, scs: &[&Scenario]) -> Option<Box<dyn crate::paper::AcrossFiles>> {
+        compared(scs).then(|| Box::new(Curves(Vec::new())) as Box<dyn crate::paper::AcrossFiles>)
     }
 }
 
 /// Figures 5-8's improvement curves, one per scenario file that has one ([`curve`]).
 struct Curves(Vec<Curve>);
 
-impl crate::papers::AcrossFiles for Curves {
+impl crate::paper::AcrossFiles for Curves {
     fn add(&mut self, stem: &str, sc: &Scenario, done: &[MixRuns]) {
         self.0.extend(curve(stem, sc, done));
     }
@@ -1672,7 +1679,7 @@ mod tests {
         let at = |l: &str| sc.variants.iter().position(|v| v.label == l).unwrap();
         let short = at("slice-4.5ms");
         let (label, sub) = sc.per_mix().remove(0);
-        let jobs: Vec<crate::experiment::Job> = sub
+        let jobs: Vec<crate::scenario::Job> = sub
             .jobs()
             .unwrap()
             .into_iter()
@@ -1736,7 +1743,7 @@ mod tests {
             paper.contains("| slice-45ms | all | 15.0% | 0% "),
             "{paper}"
         );
-        let err = |s: &Scenario| s.validate().unwrap_err().to_string();
+        let err = |s: &Scenario| crate::papers::validate(s).unwrap_err().to_string();
         let mut bad = sc.clone();
         bad.references = vec!["cfs".into()];
         assert!(err(&bad).contains("always the baseline"));
