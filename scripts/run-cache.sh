@@ -24,6 +24,18 @@ case "$cmd" in
       tar -xJf "$a" -C "$dir"
       n=$((n + 1))
     done
+    # entries archived before entries held their own key (a bare result, named by its
+    # key): given their file name's key, the form the run cache reads now
+    w=0
+    for f in "$dir"/*.json; do
+      [ -e "$f" ] || continue
+      if [ "$(head -c 8 "$f")" != '{"key":"' ]; then
+        k=$(basename "$f" .json)
+        { printf '{"key":"%s","result":' "$k"; cat "$f"; printf '}'; } > "$f.tmp" && mv "$f.tmp" "$f"
+        w=$((w + 1))
+      fi
+    done
+    [ "$w" -eq 0 ] || echo "$w entries of the older form given their keys"
     echo "$n archive(s) extracted into $dir ($(find "$dir" -name '*.json' | wc -l) runs there)"
     ;;
   pack)

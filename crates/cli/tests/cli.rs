@@ -1742,3 +1742,41 @@ fn send_signal(pid: i32, sig: i32) {
         .success();
     assert!(ok, "kill -{sig} {pid}");
 }
+
+/// `--docs` from a reduced run (`--quick`, or an option replacing a file's seeds,
+/// windows or sizes) refuses before anything runs and leaves the document as it was:
+/// its blocks hold the full reproduction. Fails if a reduced run's two-seed sections
+/// could overwrite them again without `--docs-from-reduced`.
+#[test]
+fn docs_from_a_reduced_run_are_refused() {
+    let d = tmp("reduced-docs");
+    let docs = d.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let text = "<!-- reproduce casc/fig5-7: begin -->\nfull\n<!-- reproduce casc/fig5-7: end -->\n";
+    std::fs::write(docs.join("casc.md"), text).unwrap();
+    let ex = experiments();
+    let out = d.join("out");
+    for extra in [
+        &["--quick"][..],
+        &["--seeds", "1,2"],
+        &["--duration-ms", "100"],
+    ] {
+        let mut a = vec![
+            "reproduce",
+            "casc",
+            "--only",
+            "fig5-7",
+            "--experiments",
+            &ex,
+            "--out",
+            out.to_str().unwrap(),
+            "--docs",
+            docs.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        let e = run_err(&a);
+        assert!(e.contains("--docs-from-reduced"), "{extra:?}: {e}");
+        assert_eq!(std::fs::read_to_string(docs.join("casc.md")).unwrap(), text);
+        assert!(!out.exists(), "{extra:?}: nothing runs");
+    }
+}

@@ -11,6 +11,7 @@ pub mod hash;
 pub mod num;
 pub mod policy;
 pub mod rng;
+pub mod stats;
 pub mod topology;
 pub mod types;
 

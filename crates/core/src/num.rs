@@ -43,16 +43,6 @@ pub fn ceil_u64(x: f64) -> u64 {
     i.wrapping_add(i64::from((i as f64) < x)) as u64
 }
 
-/// The `q` quantile (0 to 1) of `v` by nearest rank (the element at
-/// `round((len - 1) · q)` once sorted): `v` is sorted in place. NaN for an empty `v`.
-pub fn quantile(v: &mut [f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * q).round() as usize]
-}
-
 /// A number as a person reads it: three significant digits, plain between 0.001 and
 /// 100,000 (`0.161`, `24.5`, `1390`), else in e-notation (`1.32e9`).
 pub fn plain(v: f64) -> String {
@@ -105,19 +95,6 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantile_by_nearest_rank() {
-        let mut v = [5.0, 1.0, 4.0, 2.0, 3.0];
-        assert_eq!(quantile(&mut v, 0.5), 3.0);
-        assert_eq!(v, [1.0, 2.0, 3.0, 4.0, 5.0]);
-        assert_eq!(quantile(&mut v, 0.0), 1.0);
-        assert_eq!(quantile(&mut v, 1.0), 5.0);
-        // (5 - 1) * 0.9 = 3.6 rounds to the fifth
-        assert_eq!(quantile(&mut v, 0.9), 5.0);
-        assert_eq!(quantile(&mut v, 0.25), 2.0);
-        assert!(quantile(&mut [], 0.5).is_nan());
-    }
 
     #[test]
     fn ceil_u64_is_ceil() {

@@ -6,7 +6,7 @@ use crate::scenario::Job;
 use cachesched_sim::RunResult;
 
 pub use cachesched_core::num::plain;
-pub use cachesched_sim::result::mean_ci95;
+pub use cachesched_core::stats::{geomean, mean_ci95, quantile};
 
 /// The change of metric `m` of variant `v` against variant `base` at sweep point `p`,
 /// paired by seed, in percent of the baseline: the mean over seeds and its 95%

@@ -1,19 +1,19 @@
-//! Scheduling policies, one module per scheduler, and their composition.
+//! Scheduling policies, one module per scheduler, and their composition: the five
+//! papers' schedulers under [`papers`], the extras (a demonstration policy and two
+//! comparison points) under [`extras`], each registered by one
+//! row of [`registry`].
 //!
 //! Every policy implements [`cachesched_core::Policy`] and is pure logic: the same value
 //! runs in the simulator and in the Linux daemon.
 
-pub mod affinity;
-pub mod cachefair;
-pub mod casc;
 pub mod chain;
-pub mod clustering;
-pub mod demo;
 pub mod drift;
-pub mod migrate;
-pub mod process_llc;
+pub mod extras;
+pub mod papers;
 pub mod registry;
-pub mod timeslice;
+
+pub use extras::{demo, migrate, process_llc};
+pub use papers::{affinity, cachefair, casc, clustering, timeslice};
 
 pub use affinity::{Affinity, AffinityConfig};
 pub use cachefair::{CacheFair, CacheFairConfig};

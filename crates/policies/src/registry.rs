@@ -13,42 +13,72 @@ use cachesched_core::Policy;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Names accepted by [`PolicySpec::parse`].
-pub const POLICY_NAMES: &[&str] = &[
-    "affinity",
-    "cachefair",
-    "casc",
-    "clustering",
-    "demo",
-    "migrate",
-    "process-llc",
-    "timeslice",
-];
+/// The registry: one row per policy, `Variant(Config) = "name" => Type`, each with its
+/// documentation. The row makes the policy's [`PolicySpec`] variant (serialized as
+/// `{ name = "name", ... }`), its entry in [`POLICY_NAMES`], the range check of its
+/// configuration (`Config::validate`) and its construction (`Type::new(config)`).
+macro_rules! registry {
+    ($($(#[doc = $doc:expr])* $variant:ident($config:ty) = $name:literal => $policy:ty;)*) => {
+        /// Names accepted by [`PolicySpec::parse`].
+        pub const POLICY_NAMES: &[&str] = &[$($name),*];
 
-/// A policy and its configuration, e.g. `{ name = "demo", slice_ms = 10 }`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "name", rename_all = "kebab-case")]
-pub enum PolicySpec {
+        /// A policy and its configuration, e.g. `{ name = "demo", slice_ms = 10 }`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "name")]
+        pub enum PolicySpec {
+            $($(#[doc = $doc])* #[serde(rename = $name)] $variant($config),)*
+        }
+
+        impl PolicySpec {
+            /// The policy's name.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(PolicySpec::$variant(_) => $name,)*
+                }
+            }
+
+            /// Checks the parameters' ranges (scenario files are checked when loaded).
+            pub fn validate(&self) -> Result<(), PolicyError> {
+                let r = match self {
+                    $(PolicySpec::$variant(c) => c.validate(),)*
+                };
+                r.map_err(|reason| PolicyError::BadParameters {
+                    name: self.name().into(),
+                    reason,
+                })
+            }
+        }
+
+        /// Builds the policy described by `spec`.
+        pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
+            match spec {
+                $(PolicySpec::$variant(c) => Box::new(<$policy>::new(c.clone())),)*
+            }
+        }
+    };
+}
+
+registry! {
     /// Cache affinity: home LLC domains or cores ([`Affinity`]).
-    Affinity(AffinityConfig),
+    Affinity(AffinityConfig) = "affinity" => Affinity;
     /// The cache-fair scheduler: CPU time compensating unequal cache sharing
     /// ([`CacheFair`]).
-    Cachefair(CacheFairConfig),
+    Cachefair(CacheFairConfig) = "cachefair" => CacheFair;
     /// CASC co-scheduling by partial-cache miss rates ([`Casc`]).
-    Casc(CascConfig),
+    Casc(CascConfig) = "casc" => Casc;
     /// Sharing-aware thread clustering: threads sharing data placed on one chip
     /// ([`ThreadClustering`]).
-    Clustering(ClusteringConfig),
+    Clustering(ClusteringConfig) = "clustering" => ThreadClustering;
     /// The demonstration policy ([`Demo`]).
-    Demo(DemoConfig),
+    Demo(DemoConfig) = "demo" => Demo;
     /// Forced migration between cores or LLC domains, the affinity paper's low
     /// affinity ([`Migrate`]).
-    Migrate(MigrateConfig),
+    Migrate(MigrateConfig) = "migrate" => Migrate;
     /// Process-to-LLC aggregation, after Linux's cache-aware scheduling series
     /// ([`ProcessLlc`]): all threads of a process on one LLC, no sharing detection.
-    ProcessLlc(ProcessLlcConfig),
+    ProcessLlc(ProcessLlcConfig) = "process-llc" => ProcessLlc;
     /// Timeslice aggregation ([`Timeslice`]).
-    Timeslice(TimesliceConfig),
+    Timeslice(TimesliceConfig) = "timeslice" => Timeslice;
 }
 
 /// Errors in a policy specification.
@@ -89,7 +119,9 @@ impl PolicySpec {
         if !POLICY_NAMES.contains(&name) {
             return Err(PolicyError::UnknownPolicy { name: name.into() });
         }
-        let mut doc = format!("name = \"{name}\"\n");
+        let head = format!("name = \"{name}\"\n");
+        let mut doc = head.clone();
+        let mut lines = Vec::new();
         for kv in params.split(',').filter(|p| !p.trim().is_empty()) {
             let Some((k, v)) = kv.split_once('=') else {
                 return Err(PolicyError::BadParameters {
@@ -104,60 +136,27 @@ impl PolicySpec {
             } else {
                 format!("{v:?}")
             };
-            doc += &format!("{} = {v}\n", k.trim());
+            lines.push((k.trim().to_string(), format!("{} = {v}\n", k.trim())));
+            doc += &lines.last().expect("pushed").1;
         }
-        let spec: PolicySpec = toml::from_str(&doc).map_err(|e| PolicyError::BadParameters {
-            name: name.into(),
-            reason: e.message().to_string(),
+        let spec: PolicySpec = toml::from_str(&doc).map_err(|e| {
+            // the key at fault, found by reading each alone (a tagged enum's errors
+            // carry no position)
+            let key = lines.iter().find_map(|(k, line)| {
+                toml::from_str::<PolicySpec>(&format!("{head}{line}"))
+                    .err()
+                    .map(|_| k.clone())
+            });
+            PolicyError::BadParameters {
+                name: name.into(),
+                reason: match key {
+                    Some(k) => format!("{k}: {}", e.message()),
+                    None => e.message().to_string(),
+                },
+            }
         })?;
         spec.validate()?;
         Ok(spec)
-    }
-
-    /// Checks the parameters' ranges (scenario files are checked when loaded).
-    pub fn validate(&self) -> Result<(), PolicyError> {
-        let r = match self {
-            PolicySpec::Affinity(c) => c.validate(),
-            PolicySpec::Cachefair(c) => c.validate(),
-            PolicySpec::Casc(c) => c.validate(),
-            PolicySpec::Clustering(c) => c.validate(),
-            PolicySpec::Migrate(c) => c.validate(),
-            PolicySpec::ProcessLlc(c) => c.validate(),
-            PolicySpec::Timeslice(c) => c.validate(),
-            PolicySpec::Demo(c) => c.validate(),
-        };
-        r.map_err(|reason| PolicyError::BadParameters {
-            name: self.name().into(),
-            reason,
-        })
-    }
-
-    /// The policy's name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            PolicySpec::Affinity(_) => "affinity",
-            PolicySpec::Cachefair(_) => "cachefair",
-            PolicySpec::Casc(_) => "casc",
-            PolicySpec::Clustering(_) => "clustering",
-            PolicySpec::Demo(_) => "demo",
-            PolicySpec::Migrate(_) => "migrate",
-            PolicySpec::ProcessLlc(_) => "process-llc",
-            PolicySpec::Timeslice(_) => "timeslice",
-        }
-    }
-}
-
-/// Builds the policy described by `spec`.
-pub fn build_policy(spec: &PolicySpec) -> Box<dyn Policy> {
-    match spec {
-        PolicySpec::Affinity(c) => Box::new(Affinity::new(c.clone())),
-        PolicySpec::Cachefair(c) => Box::new(CacheFair::new(c.clone())),
-        PolicySpec::Casc(c) => Box::new(Casc::new(c.clone())),
-        PolicySpec::Clustering(c) => Box::new(ThreadClustering::new(c.clone())),
-        PolicySpec::Demo(c) => Box::new(Demo::new(c.clone())),
-        PolicySpec::Migrate(c) => Box::new(Migrate::new(c.clone())),
-        PolicySpec::ProcessLlc(c) => Box::new(ProcessLlc::new(c.clone())),
-        PolicySpec::Timeslice(c) => Box::new(Timeslice::new(c.clone())),
     }
 }
 
@@ -196,6 +195,12 @@ mod tests {
             matches!(t, PolicySpec::Timeslice(c) if c.mode == crate::timeslice::Mode::Dynamic && c.slice_ms == 30.0)
         );
         assert!(PolicySpec::parse("timeslice:mode=sideways").is_err());
+        // a value of the wrong type names its key, wherever it stands (a tagged enum's
+        // errors carry no position of their own)
+        let e = PolicySpec::parse("casc:secondary=\"calibrated\",threshold=abc")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("threshold: invalid type"), "{e}");
         assert_eq!(build_policy(&s).name(), "demo");
     }
 }

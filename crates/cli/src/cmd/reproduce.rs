@@ -81,6 +81,11 @@ pub struct PaperArgs {
     /// `<!-- reproduce PAPER/NAME: end -->` (checked before anything runs).
     #[arg(long, value_name = "DIR")]
     docs: Option<PathBuf>,
+    /// Let --docs take the sections of a reduced or overridden run (--quick, --seeds,
+    /// --duration-ms, --warmup-ms, --l2-kb), which it otherwise refuses: the
+    /// documents' blocks hold the full reproduction.
+    #[arg(long, requires = "docs")]
+    docs_from_reduced: bool,
     /// Run nothing: rebuild every report (and with --docs the documents) from the
     /// results a previous run of the same scenario files, with the same options, left
     /// in --out. Refuses when a file or an option differs from that run.
@@ -112,6 +117,7 @@ impl From<PaperArgs> for Options {
             warmup_ms: a.warmup_ms,
             l2_kb: a.l2_kb,
             docs: a.docs,
+            docs_from_reduced: a.docs_from_reduced,
             from_results: a.from_results,
             plan: a.plan,
             rekey_from: a.rekey_from,

@@ -164,8 +164,22 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
         .expect("valid template"),
     );
     let t0 = std::time::Instant::now();
+    // off a terminal the bar is hidden: a line every 10 s instead (not with --quiet)
+    let lines = !a.quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut said = 0u64;
     let res = sim.run(&mut |f| {
         bar.set_position((f * 1000.0) as u64);
+        let secs = t0.elapsed().as_secs();
+        if lines && secs >= said + 10 {
+            said = secs;
+            let eta = if f > 0.0 { secs as f64 * (1.0 - f) / f } else { f64::NAN };
+            eprintln!(
+                "progress: {:.0}% simulated ({:.0} of {} ms), {secs} s elapsed, about {eta:.0} s left",
+                100.0 * f,
+                f * cfg.duration_ms,
+                cfg.duration_ms
+            );
+        }
         !stop.load(Ordering::SeqCst)
     });
     bar.finish_and_clear();

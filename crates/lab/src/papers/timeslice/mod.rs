@@ -51,10 +51,11 @@ use crate::scenario::Scenario;
 use crate::files::write_file;
 use crate::report::agreement;
 use crate::scenario::PaperValue;
+use crate::stats::{geomean, quantile};
 use crate::stats::{over_seeds, plain, show};
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
 use anyhow::Result;
-use cachesched_core::num::{quantile, ratio};
+use cachesched_core::num::ratio;
 use cachesched_policies::PolicySpec;
 use cachesched_sim::RunResult;
 use std::collections::BTreeMap;
@@ -251,15 +252,6 @@ fn mpi(t: &cachesched_sim::result::ThreadResult, _r: &RunResult) -> f64 {
 /// beyond the L1 (the store buffer's stalls not included).
 fn stall_share(t: &cachesched_sim::result::ThreadResult, _r: &RunResult) -> f64 {
     ratio(t.counters.mem_stall_cycles, t.counters.cycles)
-}
-
-fn geomean(xs: impl Iterator<Item = f64>) -> f64 {
-    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
-    if n == 0 {
-        f64::NAN
-    } else {
-        (s / n as f64).exp()
-    }
 }
 
 /// The slice length of a variant's timeslice policy, ms (0 for the baseline; `None`
@@ -1350,12 +1342,6 @@ impl crate::paper::AcrossFiles for Curves {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn geomean_of_ratios() {
-        assert!((geomean([2.0, 8.0].into_iter()) - 4.0).abs() < 1e-12);
-        assert!(geomean(std::iter::empty()).is_nan());
-    }
 
     /// Four threads of one speed (1,000 instructions per ms on a CPU) whose window
     /// gave one of them a slice less progress at the same rate, and a slower one: the
