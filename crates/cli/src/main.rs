@@ -3,7 +3,7 @@
 mod cmd;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Cache-aware operating-system scheduling for multicore processors: simulate the
 /// papers' machines and schedulers, run experiments, replay traces, and run the same
@@ -82,7 +82,10 @@ enum Command {
 
 fn main() {
     cachesched_linux::default_sigpipe();
-    let cli = Cli::parse();
+    // `reproduce --help` lists the papers of the lab's table
+    let command =
+        Cli::command().mut_subcommand("reproduce", |c| c.after_help(cmd::reproduce::papers_help()));
+    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     let res: Result<i32> = match cli.command {
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Experiment(a) => cmd::experiment::run(a),

@@ -14,6 +14,10 @@ pub trait Paper: Sync {
     /// The paper's name (its scenario directory, command, document and `analyses` key).
     fn name(&self) -> &'static str;
 
+    /// What `reproduce NAME` runs, in a sentence or two (its line in
+    /// `cachesched reproduce --help`).
+    fn about(&self) -> &'static str;
+
     /// Checks one of the paper's values (`[[paper]]` of a scenario file of several mixes
     /// naming this paper): `None` if the paper has no check of its own for such files
     /// (the cache-fair paper's then applies, [`crate::papers::validate_mixes_value`]).

@@ -425,7 +425,8 @@ impl Scenario {
         Ok(())
     }
 
-    /// Sweeps over the LLC sizes `ks` instead; paper values at other sizes are left out.
+    /// Sweeps over the LLC sizes `ks` instead; paper values and the reduced run's
+    /// sizes at other sizes are left out.
     pub fn set_sweep(&mut self, ks: &[u64]) {
         self.sweep = Some(Sweep {
             llc_kb: ks.to_vec(),
@@ -437,6 +438,15 @@ impl Scenario {
             }
             None => true,
         });
+        // the reduced run's sizes too: those of the new sweep, else the whole sweep
+        if let Some(q) = &mut self.quick {
+            if let Some(at) = &mut q.llc_kb {
+                at.retain(|k| ks.contains(k));
+                if at.is_empty() {
+                    q.llc_kb = None;
+                }
+            }
+        }
     }
 
     /// The seeds every variant runs first when seeds are added one at a time

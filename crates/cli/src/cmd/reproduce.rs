@@ -2,47 +2,60 @@
 //! simulated machine (the work is `cachesched_lab::reproduce`'s).
 
 use anyhow::Result;
+use cachesched_lab::papers;
 use cachesched_lab::papers::casc::sensitivity;
 use cachesched_lab::reproduce::{papers_in, reproduce_papers, Options};
 use cachesched_lab::runner::parse_jobs;
-use clap::{Args, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// What to reproduce.
+/// What to reproduce: a paper by name (the papers of `cachesched_lab::papers::PAPERS`,
+/// listed by `cachesched reproduce --help`), every paper, or CASC's sensitivity study.
 #[derive(Subcommand, Debug)]
 pub enum ReproduceCommand {
-    /// CASC (paper 1): the scenario files of `experiments/casc/` (Figures 5-7 with the
-    /// paper's values, variants beyond the paper, a real-program mix, mixes where CASC
-    /// cannot help), with CASC's classification, cache illusion and time to steady state.
-    Casc(PaperArgs),
-    /// The cache-fair scheduler (paper 2): the scenario files of `experiments/cachefair/`
-    /// (Table 2's fast and slow schedules: completion-time variability under the
-    /// fixed-priority baseline and under cache-fair, Figures 6-8; best-effort
-    /// slowdowns), with the policy's fair-miss-rate estimates and mechanism counts.
-    Cachefair(PaperArgs),
-    /// Sharing-aware thread clustering (paper 3): the scenario files of
-    /// `experiments/clustering/` (the four placements of the server workloads on the
-    /// 2-chip Power5, Figures 5-8, the 8-chip machine), with the clusters' accuracy
-    /// against the ground truth and Figure 5's sharing maps.
-    Clustering(PaperArgs),
-    /// Cache affinity (paper 4): the scenario files of `experiments/affinity/` (§2: L1
-    /// affinity on a multicore uniprocessor, Table 2's six experiments on the T2000 and
-    /// one Clovertown chip at 2, 10 and 200 ms quanta; §3: L2 affinity on the Clovertown
-    /// as a multicore and as a unicore multiprocessor, Table 3's mixes bound against
-    /// affinity-oblivious, and the affinity policy), with IPC and misses per instruction
-    /// low against high affinity.
-    Affinity(PaperArgs),
-    /// Longer timeslices (paper 5): the scenario files of `experiments/timeslice/`
-    /// (Figure 1's slowdowns with a cache-aggressive microkernel; Figures 2, 3 and 11
-    /// from slice profiles; Figures 5-10: runtime improvement of aggregated slices
-    /// against CFS on 2 and 4 cores with 16 MB and on 2 cores with 4 MB, 2/4/8 programs
-    /// per core, LLC misses, fairness; the dynamic variant and a partitioned LLC).
-    Timeslice(PaperArgs),
     /// Every paper that has scenario files (every directory under `experiments/`).
     All(PaperArgs),
     /// How far CASC's headline (768 KB: L2 miss ratio and throughput against TS) moves
     /// when each parameter of the art, twolf and Berkeley DB profiles moves by ±25%.
     CascSensitivity(SensitivityArgs),
+    /// A paper, by name: `cachesched reproduce PAPER [OPTIONS]` (the papers are listed
+    /// below; `cachesched reproduce PAPER --help` gives the options).
+    #[command(external_subcommand)]
+    Paper(Vec<String>),
+}
+
+/// `cachesched reproduce PAPER`, parsed from the words after `reproduce`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "cachesched reproduce",
+    about = "Reproduce one paper's evaluation"
+)]
+struct PaperCommand {
+    /// The paper: one of the names `cachesched reproduce --help` lists.
+    #[arg(value_parser = paper_name)]
+    paper: String,
+    #[command(flatten)]
+    args: PaperArgs,
+}
+
+/// Parses a paper's name: one of the table's.
+fn paper_name(s: &str) -> Result<String, String> {
+    match papers::find(s) {
+        Some(p) => Ok(p.name().to_string()),
+        None => Err(format!(
+            "no paper '{s}'; the papers: {}",
+            papers::names().join(", ")
+        )),
+    }
+}
+
+/// The papers, one line each, for `cachesched reproduce --help`.
+pub fn papers_help() -> String {
+    let mut s = String::from("Papers (`cachesched reproduce PAPER`):\n");
+    for p in papers::PAPERS {
+        s += &format!("  {:<12} {}\n", p.name(), p.about());
+    }
+    s
 }
 
 /// Arguments of `cachesched reproduce PAPER`.
@@ -172,13 +185,14 @@ impl From<SensitivityArgs> for sensitivity::Options {
 
 /// `cachesched reproduce`.
 pub fn run(c: ReproduceCommand) -> Result<i32> {
-    let one = |p: &str, a: PaperArgs| reproduce_papers(&[p.to_string()], &a.into());
     match c {
-        ReproduceCommand::Casc(a) => one("casc", a),
-        ReproduceCommand::Cachefair(a) => one("cachefair", a),
-        ReproduceCommand::Clustering(a) => one("clustering", a),
-        ReproduceCommand::Affinity(a) => one("affinity", a),
-        ReproduceCommand::Timeslice(a) => one("timeslice", a),
+        ReproduceCommand::Paper(words) => {
+            let cmd = PaperCommand::try_parse_from(
+                std::iter::once("cachesched reproduce".to_string()).chain(words),
+            )
+            .unwrap_or_else(|e| e.exit());
+            reproduce_papers(&[cmd.paper], &cmd.args.into())
+        }
         ReproduceCommand::All(a) => {
             let papers = papers_in(&a.experiments)?;
             reproduce_papers(&papers, &a.into())

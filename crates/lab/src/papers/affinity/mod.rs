@@ -524,6 +524,9 @@ impl crate::paper::Paper for Affinity {
     fn name(&self) -> &'static str {
         "affinity"
     }
+    fn about(&self) -> &'static str {
+        "cache affinity (paper 4): L1 affinity on the T2000 and Clovertown at 2/10/200 ms quanta; L2 affinity on MMP and UMP"
+    }
     fn validate_mixes_value(&self, pv: &PaperValue, sc: &Scenario) -> Option<Result<(), String>> {
         Some(validate_paper_value(pv, sc))
     }

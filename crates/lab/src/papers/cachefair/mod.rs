@@ -569,6 +569,9 @@ impl crate::paper::Paper for Cachefair {
     fn name(&self) -> &'static str {
         "cachefair"
     }
+    fn about(&self) -> &'static str {
+        "the cache-fair scheduler (paper 2): Table 2's schedules under FX and cache-fair, Figures 6-8, an idle cache, real programs"
+    }
     fn mixes_section(&self, sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
         analysis(sc, done, out)
     }

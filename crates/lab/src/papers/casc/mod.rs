@@ -376,6 +376,9 @@ impl crate::paper::Paper for Casc {
     fn name(&self) -> &'static str {
         "casc"
     }
+    fn about(&self) -> &'static str {
+        "CASC co-scheduling (paper 1): Figures 5-7 on niagara-2c, variants, a real-program mix, mixes where CASC cannot help"
+    }
     fn section(
         &self,
         sc: &Scenario,

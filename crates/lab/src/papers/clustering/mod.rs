@@ -368,6 +368,9 @@ impl crate::paper::Paper for Clustering {
     fn name(&self) -> &'static str {
         "clustering"
     }
+    fn about(&self) -> &'static str {
+        "sharing-aware thread clustering (paper 3): the server workloads' four placements on the Power5, Figures 5-8, 8 chips"
+    }
     fn section(
         &self,
         sc: &Scenario,

@@ -1313,6 +1313,9 @@ impl crate::paper::Paper for Timeslice {
     fn name(&self) -> &'static str {
         "timeslice"
     }
+    fn about(&self) -> &'static str {
+        "longer timeslices (paper 5): Figure 1's slowdowns, Figures 2-3 and 11's slice profiles, Figures 5-10's slices against CFS"
+    }
     fn validate_mixes_value(&self, pv: &PaperValue, sc: &Scenario) -> Option<Result<(), String>> {
         Some(validate_paper_value(pv, sc))
     }
