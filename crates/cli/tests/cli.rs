@@ -1759,7 +1759,7 @@ fn docs_from_a_reduced_run_are_refused() {
     for extra in [
         &["--quick"][..],
         &["--seeds", "1,2"],
-        &["--duration-ms", "100"],
+        &["--warmup-ms", "100"],
     ] {
         let mut a = vec![
             "reproduce",

@@ -15,19 +15,16 @@ use cachesched_sim::RunResult;
 pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool) {
     let mut md = String::new();
     let mut ok = true;
-    let base: Vec<(&Job, &RunResult)> = jobs
-        .iter()
-        .zip(runs)
-        .filter(|(j, _)| j.variant == 0)
+    let base: Vec<(&Job, &RunResult)> = crate::results::Table::new(jobs, runs)
+        .of_variant(0)
         .collect();
     if sc.min_quanta > 0 {
         // Every variant is counted: the first is often the baseline with the shortest
         // slices, and a window long enough for it can hold no slice of a longer one.
         let per_variant: Vec<(usize, u64, &String, &Job)> = (0..sc.variants.len())
             .filter_map(|v| {
-                jobs.iter()
-                    .zip(runs)
-                    .filter(|(j, _)| j.variant == v)
+                crate::results::Table::new(jobs, runs)
+                    .of_variant(v)
                     .filter_map(|(j, r)| fewest_slices(r).map(|t| (v, t.slices, &t.name, j)))
                     .min_by_key(|a| a.1)
             })
@@ -72,10 +69,9 @@ pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool)
             );
         }
     }
-    let steady: Vec<f64> = jobs
+    let steady: Vec<f64> = runs
         .iter()
-        .zip(runs)
-        .filter_map(|(_, r)| r.policy_stats.get("steady_ms").copied())
+        .filter_map(|r| r.policy_stats.get("steady_ms").copied())
         .collect();
     if !steady.is_empty() {
         let late = steady

@@ -86,6 +86,7 @@ pub fn run_scenario(
         out.display()
     );
     let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
+    crate::runner::announce_solo_runs(sc, &cfgs)?;
     let label = |i: usize| run_label(sc, &jobs_list[i]);
     let Some(runs) = cached_or_run(&cfgs, &label, workers)? else {
         eprintln!("{INTERRUPTED}");
@@ -282,6 +283,8 @@ mod tests {
         assert_eq!(q.sweep.as_ref().unwrap().llc_kb, vec![96, 768]);
         assert!(q.paper.is_empty(), "48 KB is not in the quick sweep");
         assert!(q.description.contains("Reduced run (--quick)"));
+        // its plots' and headings' titles say so too
+        assert!(q.name.ends_with(" (reduced)"), "{}", q.name);
         assert_eq!(q.duration_ms, 1300.0);
         // bad paper values and quick tables are named
         let mut bad = sc.clone();

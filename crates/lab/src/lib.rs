@@ -24,6 +24,7 @@ pub mod positions;
 pub mod real;
 pub mod report;
 pub mod reproduce;
+pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod seeds;

@@ -186,13 +186,7 @@ pub fn write_outputs(
         None => vec![None],
     };
     let stat = |vi: usize, p: Option<u64>, m: &str| -> (f64, f64) {
-        let v: Vec<f64> = jobs
-            .iter()
-            .zip(runs)
-            .filter(|(j, _)| j.variant == vi && j.llc_kb == p)
-            .map(|(_, r)| metric(r, m).expect("known metric"))
-            .collect();
-        over_seeds(&v)
+        over_seeds(&crate::results::Table::new(jobs, runs).values(vi, p, m))
     };
     let mut md = format!("# {}\n\n{}\n\n", sc.name, sc.description);
     md += &format!(
@@ -307,6 +301,12 @@ pub fn write_outputs(
             vec![Series::with_intervals(metric_label(m).into(), &xs)]
         };
         let file = format!("{m}.svg");
+        // the paper's value of this metric, where it gives one (not a change)
+        let paper = sc
+            .paper
+            .iter()
+            .find(|pv| &pv.metric == m && pv.value.is_some())
+            .map(|pv| (pv.range(), format!("paper ({})", pv.source)));
         let axis = match &labels {
             Some(l) => XAxis::Categories(l),
             None => XAxis::Kib,
@@ -319,7 +319,9 @@ pub fn write_outputs(
                 metric_label(m),
                 &series,
                 axis,
-                None,
+                paper
+                    .as_ref()
+                    .map(|([a, b], l)| (a.min(*b), a.max(*b), l.as_str())),
             ),
         )?;
         md += &format!("![{m}]({file})\n\n");
@@ -355,13 +357,7 @@ impl PaperValue {
             let base = self.against.as_deref().map_or(0, |a| Self::index(sc, a));
             paired_change(jobs, runs, (base, v), p, &self.metric)
         } else {
-            let xs: Vec<f64> = jobs
-                .iter()
-                .zip(runs)
-                .filter(|(j, _)| j.variant == v && j.llc_kb == p)
-                .map(|(_, r)| metric(r, &self.metric).expect("known metric"))
-                .collect();
-            over_seeds(&xs)
+            over_seeds(&crate::results::Table::new(jobs, runs).values(v, p, &self.metric))
         }
     }
 }

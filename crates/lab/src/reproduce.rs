@@ -145,6 +145,7 @@ fn prepare(f: &Path, a: &Options) -> Result<(Scenario, Vec<crate::scenario::Plan
         over.push(format!("LLC sizes {:?} KiB", a.l2_kb));
     }
     if !over.is_empty() {
+        sc.name += " (overridden)";
         sc.description += &format!(
             " **Overridden on the command line: {}; not the reproduction.**",
             over.join(", ")

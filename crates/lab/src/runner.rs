@@ -137,11 +137,29 @@ pub fn fill_run_cache(planned: &[Planned], jobs: Option<usize>) -> Result<Option
         cfgs.len(),
         planned.len()
     );
+    announce_solo_runs(&planned[0].sc, &cfgs)?;
     let done = cached_or_run(&cfgs, &label, workers)?.map(|_| ());
     if done.is_none() {
         eprintln!("{INTERRUPTED}");
     }
     Ok(done)
+}
+
+/// Says, before runs start, how many solo reference runs will follow them (`cfgs`, runs
+/// of scenario `sc`; nothing if it needs none): the progress line counts only the runs.
+pub fn announce_solo_runs(sc: &Scenario, cfgs: &[&SimConfig]) -> Result<()> {
+    if !sc.wants_solo() {
+        return Ok(());
+    }
+    let (distinct, _) = crate::caches::solo::plan(cfgs)?;
+    let cached = crate::caches::solo::cached(distinct.keys().copied())?.len();
+    println!(
+        "then {} solo reference run(s) of its threads' programs ({cached} of {} cached), \
+         after the runs the progress line counts",
+        distinct.len() - cached,
+        distinct.len()
+    );
+    Ok(())
 }
 
 /// Gives every thread of `runs` (the results of `cfgs`) its solo reference: cached

@@ -473,6 +473,8 @@ impl Scenario {
     pub fn reduced(&self) -> Scenario {
         let q = self.quick.clone().unwrap_or_default();
         let mut s = self.clone();
+        // every title and heading made from the name says the run is reduced
+        s.name = format!("{} (reduced)", self.name);
         s.seeds = q
             .seeds
             .unwrap_or_else(|| self.seeds.iter().take(2).copied().collect());

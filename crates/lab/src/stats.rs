@@ -1,7 +1,7 @@
 //! Statistics over seeds, in one place: means with 95% intervals (Student's t),
 //! changes paired by seed, and how they are shown and judged.
 
-use crate::metrics::{higher_is_better, metric, SOLO_METRICS};
+use crate::metrics::{higher_is_better, SOLO_METRICS};
 use crate::scenario::Job;
 use cachesched_sim::RunResult;
 
@@ -18,12 +18,8 @@ pub fn paired_change(
     p: Option<u64>,
     m: &str,
 ) -> (f64, f64) {
-    let at = |variant: usize| {
-        jobs.iter()
-            .zip(runs)
-            .filter(move |(j, _)| j.variant == variant && j.llc_kb == p)
-            .map(|(j, r)| (j.seed, metric(r, m).expect("known metric")))
-    };
+    let t = crate::results::Table::new(jobs, runs);
+    let at = |variant: usize| t.by_seed(variant, p, m);
     let b: std::collections::BTreeMap<u64, f64> = at(base).collect();
     let d: Vec<f64> = at(v)
         .filter_map(|(seed, x)| b.get(&seed).map(|&b| 100.0 * (x - b) / b))

@@ -93,9 +93,8 @@ fn by_seed(
     v: usize,
     f: impl Fn(&RunResult) -> f64,
 ) -> BTreeMap<u64, f64> {
-    jobs.iter()
-        .zip(runs)
-        .filter(|(j, _)| j.variant == v)
+    crate::results::Table::new(jobs, runs)
+        .of_variant(v)
         .map(|(j, r)| (j.seed, f(r)))
         .collect()
 }
@@ -234,7 +233,7 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
                 .filter_map(|(s, x)| be_base.get(&s).map(|b| (s, 100.0 * (1.0 - x / b))))
                 .filter(|(_, d)| d.is_finite())
                 .collect();
-            for (_, r) in jobs.iter().zip(runs).filter(|(j, _)| j.variant == v) {
+            for (_, r) in crate::results::Table::new(jobs, runs).of_variant(v) {
                 for (k, x) in &r.policy_stats {
                     if !k.contains('.') {
                         *mech

@@ -4,8 +4,7 @@
 
 pub mod sensitivity;
 
-use crate::metrics::metric;
-
+use crate::results::Table;
 use crate::scenario::{Class, Job, Scenario, Sweep, Variant};
 
 use crate::stats::plain;
@@ -85,12 +84,7 @@ pub fn casc_experiment(
 
 /// Mean of metric `m` over the runs of variant `v` at size `kb`.
 fn mean_at(jobs: &[Job], runs: &[RunResult], v: usize, kb: u64, m: &str) -> f64 {
-    let xs: Vec<f64> = jobs
-        .iter()
-        .zip(runs)
-        .filter(|(j, _)| j.variant == v && j.llc_kb == Some(kb))
-        .map(|(_, r)| metric(r, m).expect("known metric"))
-        .collect();
+    let xs = Table::new(jobs, runs).values(v, Some(kb), m);
     xs.iter().sum::<f64>() / xs.len().max(1) as f64
 }
 
@@ -212,11 +206,7 @@ pub fn casc_analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> Result<
             let (mut pr, mut pn, mut or, mut on) = (0, 0, 0, 0);
             let mut latest = f64::NEG_INFINITY;
             let mut never = 0;
-            for (_, r) in jobs
-                .iter()
-                .zip(runs)
-                .filter(|(j, _)| j.variant == vi && j.llc_kb == Some(kb))
-            {
+            for r in Table::new(jobs, runs).at(vi, Some(kb)) {
                 if let Some((k, n)) = classification(r, &paper) {
                     pr += k;
                     pn += n;
@@ -278,11 +268,9 @@ fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64])
     }
     let base = &sc.variants[0].label;
     let share = |vi: usize, kb: u64, p: &str| -> Option<f64> {
-        let per_run: Vec<f64> = jobs
-            .iter()
-            .zip(runs)
-            .filter(|(j, _)| j.variant == vi && j.llc_kb == Some(kb))
-            .filter_map(|(_, r)| {
+        let per_run: Vec<f64> = Table::new(jobs, runs)
+            .at(vi, Some(kb))
+            .filter_map(|r| {
                 let s: Vec<f64> = r
                     .threads
                     .iter()
@@ -317,12 +305,7 @@ fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64])
             continue;
         }
         for &kb in sizes {
-            let these: Vec<&RunResult> = jobs
-                .iter()
-                .zip(runs)
-                .filter(|(j, _)| j.variant == vi && j.llc_kb == Some(kb))
-                .map(|(_, r)| r)
-                .collect();
+            let these: Vec<&RunResult> = Table::new(jobs, runs).at(vi, Some(kb)).collect();
             let mut row = format!("| {kb} KB | {} |", v.label);
             for p in &programs {
                 let pcmrs: Vec<f64> = these

@@ -5,6 +5,7 @@
 
 use crate::metrics::metric;
 
+use crate::results::Table;
 use crate::scenario::{Job, Scenario};
 
 use crate::files::write_file;
@@ -184,10 +185,8 @@ pub fn analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> 
             continue;
         }
         any = true;
-        let rs: Vec<&RunResult> = jobs
-            .iter()
-            .zip(runs)
-            .filter(|(j, _)| j.variant == vi)
+        let rs: Vec<&RunResult> = Table::new(jobs, runs)
+            .of_variant(vi)
             .map(|(_, r)| r)
             .collect();
         let aris: Vec<f64> = rs.iter().filter_map(|r| accuracy(r)).collect();
@@ -313,10 +312,8 @@ fn figure8(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> Resul
     let (mut over, mut time) = (Vec::new(), Vec::new());
     for (i, &(period, vi)) in rows.iter().enumerate() {
         let (m, h) = paired_change(jobs, runs, (0, vi), None, "ips");
-        let rates: Vec<f64> = jobs
-            .iter()
-            .zip(runs)
-            .filter(|(j, _)| j.variant == vi)
+        let rates: Vec<f64> = Table::new(jobs, runs)
+            .of_variant(vi)
             .filter_map(|(_, r)| metric(r, "samples_per_ms"))
             .collect();
         let to_ms: Vec<f64> = rates.iter().map(|r| 1e6 / r.max(1e-9)).collect();
