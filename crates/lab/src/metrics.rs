@@ -88,7 +88,7 @@ pub const METRICS: &[(&str, &str, &str)] = &[
 ];
 
 /// Metrics that count events over the whole measured window (not comparable between
-/// windows of different lengths, [`Scenario::stop_after_quanta`]).
+/// windows of different lengths, [`crate::scenario::Scenario::stop_after_quanta`]).
 pub const WINDOW_COUNTS: &[&str] = &["context_switches", "migrations", "remote_accesses"];
 
 /// Metrics computed against each thread's solo run (made automatically, cached).

@@ -115,7 +115,7 @@ pub fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// The name of the comparison across a paper's files (its docs block
 /// `reproduce PAPER/across-files`), written when two or more of its files can be
-/// compared ([`crate::papers::Paper::across_files`]).
+/// compared ([`crate::paper::Paper::across_files`]).
 const ACROSS: &str = "across-files";
 
 /// Scenario file `f` loaded, reduced with `--quick`, with the command line's overrides

@@ -27,6 +27,12 @@ const GOLDEN_MODEL_VERSION: u32 = 1;
 /// parallel: about 50 s of CPU in all on this 2-core machine).
 const MS: f64 = 30.0;
 
+/// power5-8chip's run is shorter: 64 hardware contexts make its 30 ms the slowest test
+/// of the workspace (67 s of the simulator tests' 283 on this machine); at 10 ms every
+/// thread has run and the last level missed ([`check_in`] requires both). Its hash was
+/// made by the build whose 30 ms hash was 0x59525d8cd387fc05, model version 1.
+const MS_POWER5_8CHIP: f64 = 10.0;
+
 /// (preset, FNV-1a 64 of `serde_json::to_string(&simulate(..))`).
 const GOLDEN: &[(&str, u64)] = &[
     ("niagara-2c", 0x0666dcc9fe641970),
@@ -34,7 +40,7 @@ const GOLDEN: &[(&str, u64)] = &[
     ("t2000", 0xdc551352b2a9a8cd),
     ("t1-dual", 0xdf283925c5ddc8e4),
     ("power5-2x2x2", 0xba7d20257ee2b559),
-    ("power5-8chip", 0x59525d8cd387fc05),
+    ("power5-8chip", 0x33353e8357cc3f11),
     ("clovertown-2x2", 0xc0f4e99b21f43e6c),
     ("clovertown-ump", 0xf527c0570373f987),
     ("xeon-e5-16m", 0x02cda5ffbe7bac20),
@@ -60,7 +66,11 @@ fn paper_mix(preset: &str) -> SimConfig {
         .map(|(_, m)| *m)
         .unwrap();
     let mut c = SimConfig::new(preset, ThreadGroup::parse_mix(mix).unwrap());
-    c.duration_ms = MS;
+    c.duration_ms = if preset == "power5-8chip" {
+        MS_POWER5_8CHIP
+    } else {
+        MS
+    };
     c
 }
 
