@@ -27,6 +27,8 @@ enum Command {
     Topology(cmd::info::TopologyArgs),
     /// List the built-in workload profiles.
     Workloads,
+    /// List the policies and the statistics each reports, with what each measures.
+    Policies,
     /// Replay a valgrind lackey trace through an I1/D1/LL hierarchy with cachegrind's
     /// rules and print cachegrind's `events:`/`summary:` lines.
     Replay(cmd::replay::ReplayArgs),
@@ -92,6 +94,7 @@ fn main() {
         Command::Machines => cmd::info::machines().map(|_| 0),
         Command::Topology(a) => cmd::info::topology(a).map(|_| 0),
         Command::Workloads => cmd::info::workloads().map(|_| 0),
+        Command::Policies => cmd::info::policies().map(|_| 0),
         Command::Replay(a) => cmd::replay::run(a).map(|_| 0),
         Command::Mrc(a) => cmd::mrc::run(a).map(|_| 0),
         Command::Reproduce(c) => cmd::reproduce::run(c),

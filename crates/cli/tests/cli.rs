@@ -364,6 +364,19 @@ fn info_commands() {
         "{t}"
     );
     assert!(run_ok(&["workloads"]).contains("hotcold"));
+    // every policy with its statistics' fields and what each measures
+    let p = run_ok(&["policies"]);
+    for line in [
+        "casc\n",
+        "  pcmr.KEY ",
+        "  steady_ms ",
+        "cachefair\n",
+        "  fair_mpc.KEY ",
+        "process-llc\n",
+    ] {
+        assert!(p.contains(line), "{line:?} missing from:\n{p}");
+    }
+    assert!(p.contains("Each thread's last measured PCMR"), "{p}");
 }
 
 #[test]

@@ -10,6 +10,7 @@ pub mod cpumask;
 pub mod hash;
 pub mod num;
 pub mod policy;
+pub mod policy_stats;
 pub mod rng;
 pub mod stats;
 pub mod topology;

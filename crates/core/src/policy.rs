@@ -406,9 +406,17 @@ pub trait Policy: Send {
     /// A sampled remote-cache access.
     fn address_sample(&mut self, _ctx: &mut Ctx<'_>, _sample: &AddressSample) {}
 
-    /// Policy-specific statistics for reports, as (name, value) pairs.
-    fn stats(&self) -> Vec<(String, f64)> {
+    /// The policy's statistics in their stored form: its typed statistics struct's
+    /// [`to_record`](crate::policy_stats::PolicyStats::to_record) (see
+    /// [`policy_stats!`](crate::policy_stats!)).
+    fn stats(&self) -> crate::policy_stats::StatsRecord {
         Vec::new()
+    }
+
+    /// The fields of the policy's statistics, with what each measures (its typed
+    /// struct's [`FIELDS`](crate::policy_stats::PolicyStats::FIELDS)).
+    fn stat_fields(&self) -> &'static [crate::policy_stats::StatField] {
+        &[]
     }
 
     /// Policy-specific vectors for reports (e.g. the sharing maps a clustering was made

@@ -4,6 +4,7 @@
 use crate::metrics::fewest_slices;
 use crate::scenario::{Job, Scenario};
 use crate::stats::{mean_ci95, plain};
+use cachesched_policies::CascStats;
 use cachesched_sim::RunResult;
 
 /// The checks of a scenario's measured windows, as a Markdown list, and whether they
@@ -69,20 +70,21 @@ pub fn checks(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> (String, bool)
             );
         }
     }
-    let steady: Vec<f64> = runs
+    // CASC's time to a steady state (None: never steady at the end)
+    let steady: Vec<Option<f64>> = runs
         .iter()
-        .filter_map(|r| r.policy_stats.get("steady_ms").copied())
+        .filter_map(|r| r.stats_of::<CascStats>().map(|s| s.steady_ms))
         .collect();
     if !steady.is_empty() {
         let late = steady
             .iter()
-            .filter(|&&s| s < 0.0 || s > sc.warmup_ms)
+            .filter(|s| s.is_none_or(|s| s > sc.warmup_ms))
             .count();
         ok &= late == 0;
         let latest = steady
             .iter()
+            .flatten()
             .copied()
-            .filter(|s| *s >= 0.0)
             .fold(f64::NEG_INFINITY, f64::max);
         md += &format!(
             "- Policies' measurements: {} of {} runs were steady (every measurement done) \

@@ -246,7 +246,8 @@ impl Policy for Chain {
         self.each(ctx, &mut |p, c| p.address_sample(c, sample));
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        // each member's under its name: read back with `from_record_prefixed(r, "NAME.")`
         self.policies
             .iter()
             .flat_map(|p| {

@@ -15,16 +15,16 @@ pub mod registry;
 pub use extras::{demo, migrate, process_llc};
 pub use papers::{affinity, cachefair, casc, clustering, timeslice};
 
-pub use affinity::{Affinity, AffinityConfig};
-pub use cachefair::{CacheFair, CacheFairConfig};
-pub use casc::{Casc, CascConfig};
+pub use affinity::{Affinity, AffinityConfig, AffinityStats};
+pub use cachefair::{CacheFair, CacheFairConfig, CacheFairStats};
+pub use casc::{Casc, CascConfig, CascStats};
 pub use chain::Chain;
-pub use clustering::{ClusteringConfig, ThreadClustering};
-pub use demo::Demo;
-pub use migrate::{Migrate, MigrateConfig};
-pub use process_llc::{ProcessLlc, ProcessLlcConfig};
+pub use clustering::{ClusteringConfig, ClusteringStats, ThreadClustering};
+pub use demo::{Demo, DemoStats};
+pub use migrate::{Migrate, MigrateConfig, MigrateStats};
+pub use process_llc::{ProcessLlc, ProcessLlcConfig, ProcessLlcStats};
 pub use registry::{build_policy, PolicyError, PolicySpec, POLICY_NAMES};
-pub use timeslice::{Timeslice, TimesliceConfig};
+pub use timeslice::{Timeslice, TimesliceConfig, TimesliceStats};
 
 /// Checks that a configuration value `v` of `key` lies in `[lo, hi]`; the error names
 /// the key, its range and the value (NaN is out of every range).

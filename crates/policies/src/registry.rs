@@ -164,6 +164,54 @@ impl PolicySpec {
 mod tests {
     use super::*;
 
+    /// Every policy's typed statistics name it as the registry does and are what it
+    /// reports: its `stat_fields` are its struct's, each field is described, and every
+    /// key its record holds belongs to a field. Fails if a struct names another policy,
+    /// a policy reports an undeclared key, or a field has no description.
+    #[test]
+    fn every_policy_reports_its_typed_statistics() {
+        use cachesched_core::policy_stats::{field_of, PolicyStats, StatField};
+        let typed: [(&str, &[StatField]); 8] = [
+            (crate::AffinityStats::POLICY, crate::AffinityStats::FIELDS),
+            (crate::CacheFairStats::POLICY, crate::CacheFairStats::FIELDS),
+            (crate::CascStats::POLICY, crate::CascStats::FIELDS),
+            (
+                crate::ClusteringStats::POLICY,
+                crate::ClusteringStats::FIELDS,
+            ),
+            (crate::DemoStats::POLICY, crate::DemoStats::FIELDS),
+            (crate::MigrateStats::POLICY, crate::MigrateStats::FIELDS),
+            (
+                crate::ProcessLlcStats::POLICY,
+                crate::ProcessLlcStats::FIELDS,
+            ),
+            (crate::TimesliceStats::POLICY, crate::TimesliceStats::FIELDS),
+        ];
+        assert_eq!(typed.len(), POLICY_NAMES.len());
+        for name in POLICY_NAMES {
+            let p = build_policy(&PolicySpec::parse(name).unwrap());
+            assert_eq!(p.name(), *name);
+            let (_, fields) = typed
+                .iter()
+                .find(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("no typed statistics name {name}"));
+            assert_eq!(p.stat_fields(), *fields, "{name}");
+            for f in *fields {
+                assert!(
+                    f.about.trim().len() > 10,
+                    "{name}.{} is undescribed",
+                    f.name
+                );
+            }
+            for (k, _) in p.stats() {
+                assert!(
+                    field_of(fields, &k).is_some(),
+                    "{name} reports undeclared {k}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn parses_cli_form_and_rejects_unknowns() {
         let s = PolicySpec::parse("demo:slice_ms=10,pin=false").unwrap();

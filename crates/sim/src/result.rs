@@ -1,6 +1,7 @@
 //! What a simulation run reports.
 
 use crate::hw::prefetch::PrefetchStats;
+use cachesched_core::policy_stats::PolicyStats;
 pub use cachesched_core::stats::{mean_ci95, mean_std};
 use cachesched_core::Counters;
 use serde::{Deserialize, Serialize};
@@ -182,6 +183,19 @@ pub struct RunResult {
 pub const SUMMARY_ROWS: usize = 40;
 
 impl RunResult {
+    /// The run's statistics of the policy `S` reports (`CascStats`, …), read from
+    /// [`policy_stats`](RunResult::policy_stats): bare when it ran alone, under `NAME.`
+    /// when it ran in a chain; `None` when it did not run.
+    pub fn stats_of<S: PolicyStats>(&self) -> Option<S> {
+        if self.policy == S::POLICY {
+            S::from_record(&self.policy_stats)
+        } else if self.policy.split('+').any(|p| p == S::POLICY) {
+            S::from_record_prefixed(&self.policy_stats, &format!("{}.", S::POLICY))
+        } else {
+            None
+        }
+    }
+
     /// The summed counters of the threads named `name` (a group's label), or `None`
     /// if no thread has that name.
     pub fn counters_of(&self, name: &str) -> Option<Counters> {

@@ -1,4 +1,4 @@
-//! `cachesched machines`, `topology`, `workloads`.
+//! `cachesched machines`, `topology`, `workloads`, `policies`.
 
 use anyhow::{Context, Result};
 use cachesched_sim::hw::machine::{MachineConfig, PRESETS};
@@ -189,6 +189,27 @@ pub fn workloads() -> Result<()> {
             m.write_fraction * 100.0,
             mr.join(" ")
         );
+    }
+    Ok(())
+}
+
+/// `cachesched policies`: each policy and the statistics it reports, with what each
+/// field measures (its typed statistics struct's fields; a map field has one entry per
+/// thread or item, `KEY` followed by it).
+pub fn policies() -> Result<()> {
+    for name in cachesched_policies::POLICY_NAMES {
+        let spec = cachesched_policies::PolicySpec::parse(name)
+            .with_context(|| format!("the registry's policy {name}"))?;
+        let policy = cachesched_policies::build_policy(&spec);
+        println!("{name}");
+        for f in policy.stat_fields() {
+            let key = if f.map {
+                format!("{}KEY", f.key)
+            } else {
+                f.key.to_string()
+            };
+            println!("  {key:<28} {}", f.about.trim());
+        }
     }
     Ok(())
 }

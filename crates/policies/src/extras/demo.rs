@@ -3,6 +3,7 @@
 //! value (or one per thread class), asks for a periodic tick and counts the co-run segments it is shown. It is not
 //! meant to improve anything.
 
+use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{CoRunSegment, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadClass, ThreadId};
 use serde::{Deserialize, Serialize};
 
@@ -130,12 +131,37 @@ impl Policy for Demo {
         self.ticks += 1;
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
-        vec![
-            ("ticks".into(), self.ticks as f64),
-            ("corun_segments".into(), self.segments as f64),
-            ("corun_seconds".into(), self.segment_ns as f64 / 1e9),
-            ("corun_members".into(), self.members as f64),
-        ]
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        self.statistics().to_record()
+    }
+
+    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
+        DemoStats::FIELDS
+    }
+}
+
+cachesched_core::policy_stats! {
+    /// The demo policy's statistics: what it was shown.
+    pub struct DemoStats for "demo" {
+        /// Periodic ticks received.
+        ticks: u64 = "ticks",
+        /// Co-run segments shown.
+        corun_segments: u64 = "corun_segments",
+        /// The segments' durations, summed (s).
+        corun_seconds: f64 = "corun_seconds",
+        /// The segments' members, summed.
+        corun_members: u64 = "corun_members",
+    }
+}
+
+impl Demo {
+    /// The policy's statistics so far.
+    pub fn statistics(&self) -> DemoStats {
+        DemoStats {
+            ticks: self.ticks,
+            corun_segments: self.segments,
+            corun_seconds: self.segment_ns as f64 / 1e9,
+            corun_members: self.members,
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! does nothing.
 
 use crate::within;
+use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{Cpumask, Ctx, Nanos, Policy};
 use serde::{Deserialize, Serialize};
 
@@ -119,12 +120,35 @@ impl Policy for Migrate {
         }
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
-        vec![
-            ("units".into(), self.units.len() as f64),
-            ("periods".into(), self.period as f64),
-            ("moves".into(), self.moves as f64),
-        ]
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        self.statistics().to_record()
+    }
+
+    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
+        MigrateStats::FIELDS
+    }
+}
+
+cachesched_core::policy_stats! {
+    /// The migrate policy's statistics.
+    pub struct MigrateStats for "migrate" {
+        /// Units (cache domains) threads rotate over.
+        units: u64 = "units",
+        /// Rotation periods passed.
+        periods: u64 = "periods",
+        /// Thread masks set.
+        moves: u64 = "moves",
+    }
+}
+
+impl Migrate {
+    /// The policy's statistics so far.
+    pub fn statistics(&self) -> MigrateStats {
+        MigrateStats {
+            units: self.units.len() as u64,
+            periods: self.period,
+            moves: self.moves,
+        }
     }
 }
 

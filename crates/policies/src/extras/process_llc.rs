@@ -16,6 +16,7 @@
 //! not all share (two warehouses, two database instances) or that is larger than one
 //! LLC gains nothing from aggregation by process.
 
+use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{Cpumask, Ctx, Nanos, Policy, ThreadId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -168,13 +169,38 @@ impl Policy for ProcessLlc {
         }
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
-        vec![
-            ("llcs".into(), self.llcs.len() as f64),
-            ("aggregated_processes".into(), self.preferred.len() as f64),
-            ("mask_changes".into(), self.moves as f64),
-            ("given_up".into(), self.given_up as f64),
-        ]
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        self.statistics().to_record()
+    }
+
+    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
+        ProcessLlcStats::FIELDS
+    }
+}
+
+cachesched_core::policy_stats! {
+    /// The process-per-LLC policy's statistics.
+    pub struct ProcessLlcStats for "process-llc" {
+        /// Last-level caches processes are aggregated onto.
+        llcs: u64 = "llcs",
+        /// Processes aggregated on an LLC at the end.
+        aggregated_processes: u64 = "aggregated_processes",
+        /// Thread masks changed.
+        mask_changes: u64 = "mask_changes",
+        /// Decisions (per process and period) that gave aggregation up for lack of room.
+        given_up: u64 = "given_up",
+    }
+}
+
+impl ProcessLlc {
+    /// The policy's statistics so far.
+    pub fn statistics(&self) -> ProcessLlcStats {
+        ProcessLlcStats {
+            llcs: self.llcs.len() as u64,
+            aggregated_processes: self.preferred.len() as u64,
+            mask_changes: self.moves,
+            given_up: self.given_up,
+        }
     }
 }
 

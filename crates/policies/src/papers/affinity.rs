@@ -10,6 +10,7 @@
 //! from the busiest to the idlest home when that narrows the gap. Within a home the
 //! kernel balances as usual (same cache, cheap).
 
+use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{Cpumask, Ctx, Nanos, Policy, ThreadId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -171,10 +172,31 @@ impl Policy for Affinity {
         }
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
-        vec![
-            ("homes".into(), self.homes.len() as f64),
-            ("moves".into(), self.moves as f64),
-        ]
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        self.statistics().to_record()
+    }
+
+    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
+        AffinityStats::FIELDS
+    }
+}
+
+cachesched_core::policy_stats! {
+    /// Cache affinity's statistics over a run.
+    pub struct AffinityStats for "affinity" {
+        /// Homes: the groups of CPUs behind one cache that threads are kept on.
+        homes: u64 = "homes",
+        /// Threads moved between homes to balance the load.
+        moves: u64 = "moves",
+    }
+}
+
+impl Affinity {
+    /// The policy's statistics so far.
+    pub fn statistics(&self) -> AffinityStats {
+        AffinityStats {
+            homes: self.homes.len() as u64,
+            moves: self.moves,
+        }
     }
 }

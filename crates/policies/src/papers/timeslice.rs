@@ -11,6 +11,7 @@
 //!   CPU time, so phase changes move the slice. CFS keeps long-run fairness either way.
 
 use crate::within;
+use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{CounterKind, Counters, Ctx, Nanos, Policy, ThreadId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -164,7 +165,28 @@ impl Policy for Timeslice {
         }
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        self.statistics().to_record()
+    }
+
+    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
+        TimesliceStats::FIELDS
+    }
+}
+
+cachesched_core::policy_stats! {
+    /// Timeslice aggregation's statistics at the end of a run.
+    pub struct TimesliceStats for "timeslice" {
+        /// Threads the policy gave a slice of its own.
+        threads_with_slice: u64 = "threads_with_slice",
+        /// The mean of those slices (ms; 0 when none was set).
+        mean_slice_ms: f64 = "mean_slice_ms",
+    }
+}
+
+impl Timeslice {
+    /// The policy's statistics so far.
+    pub fn statistics(&self) -> TimesliceStats {
         let set: Vec<f64> = self
             .slices
             .values()
@@ -175,10 +197,10 @@ impl Policy for Timeslice {
         } else {
             set.iter().sum::<f64>() / set.len() as f64
         };
-        vec![
-            ("threads_with_slice".into(), set.len() as f64),
-            ("mean_slice_ms".into(), mean),
-        ]
+        TimesliceStats {
+            threads_with_slice: set.len() as u64,
+            mean_slice_ms: mean,
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use cachesched_core::ThreadClass;
 use cachesched_core::{Ctx, Nanos, Policy, ThreadId};
 use cachesched_policies::cachefair::weight::NiceDither;
 use cachesched_policies::cachefair::{CacheFairConfig, Mechanism};
+use cachesched_policies::CacheFairStats;
 use cachesched_policies::PolicySpec;
 use cachesched_sim::config::Phase;
 use cachesched_sim::*;
@@ -67,10 +68,9 @@ fn run(baseline: Baseline, policy: Option<CacheFairConfig>, seed: u64) -> RunRes
     simulate(&c).expect("run completes")
 }
 
-fn stat(r: &RunResult, k: &str) -> f64 {
-    *r.policy_stats
-        .get(k)
-        .unwrap_or_else(|| panic!("no stat {k}: {:?}", r.policy_stats))
+/// The cache-fair scheduler's statistics of run `r`.
+fn cf_stats(r: &RunResult) -> CacheFairStats {
+    r.stats_of().expect("the cache-fair scheduler ran")
 }
 
 /// CPU time of thread `t` in the measured window, ms.
@@ -98,24 +98,30 @@ fn compensates(baseline: Baseline, weights: bool) {
             -loss_pct(&tight)
         );
         for r in [&free, &tight] {
-            assert_eq!(stat(r, "weights"), weights as u8 as f64);
-            assert_eq!(stat(r, "recon_phases"), 1.0, "seed {seed}");
             assert_eq!(
-                stat(r, "phase_changes"),
+                f64::from(u8::from(cf_stats(r).weights)),
+                weights as u8 as f64
+            );
+            assert_eq!(cf_stats(r).recon_phases as f64, 1.0, "seed {seed}");
+            assert_eq!(
+                cf_stats(r).phase_changes as f64,
                 0.0,
                 "seed {seed}: a steady thread"
             );
             assert_eq!(
-                stat(r, "fair_fallback.0"),
+                f64::from(u8::from(cf_stats(r).fair_fallback[&0])),
                 0.0,
                 "seed {seed}: Equation 2 fitted"
             );
             // the fair miss rate lies between the principal's rate beside an
             // L1-resident co-runner and beside the cache-hungry one, far below the latter
             let own = r.threads[0].counters.llc_misses as f64 / r.threads[0].counters.cycles as f64;
-            assert!(stat(r, "fair_mpc.0") < 0.8 * own, "seed {seed}");
+            assert!(cf_stats(r).fair_mpc[&0] < 0.8 * own, "seed {seed}");
         }
-        let (up, down) = (stat(&free, "adjusted_up"), stat(&free, "adjusted_down"));
+        let (up, down) = (
+            cf_stats(&free).adjusted_up as f64,
+            cf_stats(&free).adjusted_down as f64,
+        );
         assert!(
             up >= 10.0 && down * 10.0 <= up,
             "seed {seed}: up {up}, down {down}"
@@ -130,7 +136,7 @@ fn compensates(baseline: Baseline, weights: bool) {
             "seed {seed}: the best-effort thread paid {paid} of the principal's gain"
         );
         assert!(
-            stat(&tight, "capped") > 0.0,
+            cf_stats(&tight).capped as f64 > 0.0,
             "seed {seed}: the 1% bound never bound"
         );
         // the bound is on slices' CPU time (fixed priority) or on weight (CFS), where
@@ -280,7 +286,7 @@ fn cache_fair_reduces_co_runner_variability() {
         let cf_var = 100.0 * (cf_slow / cf_fast - 1.0);
         eprintln!(
             "seed {seed}: fx {fx_fast:.1}/{fx_slow:.1} ms ({fx_var:+.2}%), cachefair {cf_fast:.1}/{cf_slow:.1} ms ({cf_var:+.2}%), given {:.1} ms",
-            stat(&r, "given_ms")
+            cf_stats(&r).given_ms
         );
         assert!(fx_var > 3.0, "seed {seed}: FX variability {fx_var}%");
         assert!(
@@ -329,13 +335,13 @@ fn a_phase_change_starts_a_new_reconnaissance() {
         let r = simulate(&c).expect("run completes");
         eprintln!(
             "seed {seed}: drift {:.3}, fair MPC {:.2e}",
-            stat(&r, "max_phase_drift"),
-            stat(&r, "fair_mpc.0")
+            cf_stats(&r).max_phase_drift,
+            cf_stats(&r).fair_mpc[&0]
         );
-        assert_eq!(stat(&r, "phase_changes"), 1.0, "seed {seed}");
-        assert_eq!(stat(&r, "recon_phases"), 2.0, "seed {seed}");
+        assert_eq!(cf_stats(&r).phase_changes as f64, 1.0, "seed {seed}");
+        assert_eq!(cf_stats(&r).recon_phases as f64, 2.0, "seed {seed}");
         assert!(
-            stat(&r, "fair_mpc.0") > 2e-3,
+            cf_stats(&r).fair_mpc[&0] > 2e-3,
             "seed {seed}: the second reconnaissance kept the sweep's model"
         );
     }

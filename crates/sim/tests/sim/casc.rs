@@ -2,6 +2,7 @@
 //! from group miss rates alone, confines them, and does no harm where it cannot help.
 
 use cachesched_policies::casc::CascConfig;
+use cachesched_policies::CascStats;
 use cachesched_policies::PolicySpec;
 use cachesched_sim::config::Phase;
 use cachesched_sim::*;
@@ -36,14 +37,13 @@ fn run(threads: Vec<ThreadGroup>, casc: Option<CascConfig>, warm: f64, ms: f64) 
     simulate(&c).expect("run completes")
 }
 
-fn stat(r: &RunResult, k: &str) -> f64 {
-    *r.policy_stats
-        .get(k)
-        .unwrap_or_else(|| panic!("no stat {k}: {:?}", r.policy_stats))
+/// CASC's statistics of run `r`.
+fn casc_stats(r: &RunResult) -> CascStats {
+    r.stats_of().expect("CASC ran")
 }
 
 fn pcmr(r: &RunResult, t: u32) -> Option<f64> {
-    r.policy_stats.get(&format!("pcmr.{t}")).copied()
+    casc_stats(r).pcmr.get(&t).copied()
 }
 
 fn mean_pcmr(r: &RunResult, name: &str) -> f64 {
@@ -70,9 +70,9 @@ fn casc_finds_the_greedy_threads_and_cuts_misses() {
     for r in [&paper, &casc] {
         // every PCMR known before the measured window: the initial measurement of the
         // first nine threads, then nine secondary measurements
-        let steady = stat(r, "steady_ms");
+        let steady = casc_stats(r).steady_ms.unwrap_or(-1.0);
         assert!(steady > 0.0 && steady < warm, "steady at {steady} ms");
-        assert_eq!(stat(r, "secondary_measurements"), 9.0);
+        assert_eq!(casc_stats(r).secondary_measurements as f64, 9.0);
         // the initial measurement ranks the greedy threads highest
         let initial = |name: &str| {
             let v: Vec<f64> = (0..9)
@@ -108,7 +108,12 @@ fn casc_finds_the_greedy_threads_and_cuts_misses() {
         assert!(r.cpus.iter().all(|c| c.busy_fraction > 0.95));
         assert_eq!(r.kernel.mask_fallbacks, 0);
         // stable programs: no phase change detected
-        assert_eq!(stat(r, "remeasurements"), 0.0, "{:?}", r.policy_stats);
+        assert_eq!(
+            casc_stats(r).remeasurements as f64,
+            0.0,
+            "{:?}",
+            r.policy_stats
+        );
     }
     // with calibrated secondary measurements every thread is ranked by its program
     let (large, small, compute) = (
@@ -139,7 +144,7 @@ fn casc_finds_the_greedy_threads_and_cuts_misses() {
     // the greedy threads are allowed on fewer CPUs than the L1-resident ones: the high
     // MAX_PCMR buckets
     let caps: Vec<f64> = (0..8)
-        .map(|c| stat(&casc, &format!("max_pcmr.0.cpu{c}")))
+        .map(|c| casc_stats(&casc).max_pcmr[&format!("0.cpu{c}")])
         .collect();
     let cpus_for = |p: f64| caps.iter().filter(|&&m| p < m).count();
     assert!(cpus_for(large) < cpus_for(compute), "caps {caps:?}");
@@ -156,7 +161,7 @@ fn fewer_threads_than_contexts_change_nothing() {
     let threads = vec![ThreadGroup::of("art", 3), ThreadGroup::of("twolf", 3)];
     let base = run(threads.clone(), None, 20.0, 120.0);
     let casc = run(threads, Some(CascConfig::default()), 20.0, 120.0);
-    assert_eq!(stat(&casc, "initial_measurements"), 0.0);
+    assert_eq!(casc_stats(&casc).initial_measurements as f64, 0.0);
     assert_eq!(casc.ips, base.ips);
     assert_eq!(casc.totals, base.totals);
 }
@@ -167,7 +172,7 @@ fn identical_threads_do_no_harm() {
     let threads = vec![ThreadGroup::of("twolf", 12)];
     let base = run(threads.clone(), None, 300.0, 500.0);
     let casc = run(threads, Some(CascConfig::default()), 300.0, 500.0);
-    assert!(stat(&casc, "steady_ms") > 0.0);
+    assert!(casc_stats(&casc).steady_ms.unwrap_or(-1.0) > 0.0);
     let ratio = casc.ips / base.ips;
     assert!((0.95..1.05).contains(&ratio), "ips ratio {ratio}");
 }
@@ -193,8 +198,8 @@ fn late_arrivals_are_measured_and_exits_rebucketize() {
         assert!(pcmr(&r, t.id).is_some(), "art thread {} measured", t.id);
     }
     // every thread beyond the first nine got a secondary measurement
-    assert!(stat(&r, "secondary_measurements") >= 21.0 - 9.0 - 3.0);
-    assert!(stat(&r, "bucketizations") >= 3.0);
+    assert!(casc_stats(&r).secondary_measurements as f64 >= 21.0 - 9.0 - 3.0);
+    assert!(casc_stats(&r).bucketizations as f64 >= 3.0);
     assert_eq!(r.kernel.mask_fallbacks, 0);
 }
 
@@ -228,7 +233,11 @@ fn a_phase_change_triggers_remeasurement() {
         ..Default::default()
     };
     let r = run(threads, Some(calibrated), 100.0, 1500.0);
-    assert!(stat(&r, "remeasurements") >= 1.0, "{:?}", r.policy_stats);
+    assert!(
+        casc_stats(&r).remeasurements as f64 >= 1.0,
+        "{:?}",
+        r.policy_stats
+    );
     // the re-measured threads now score far above the unchanged twolf threads
     let twolf = mean_pcmr(&r, "twolf");
     let rescored = r

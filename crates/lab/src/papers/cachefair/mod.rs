@@ -21,6 +21,8 @@
 //! partitioned.
 
 use crate::scenario::MixRuns;
+use cachesched_core::policy_stats::PolicyStats;
+use cachesched_policies::CacheFairStats;
 
 use crate::scenario::{Job, Scenario};
 
@@ -202,10 +204,11 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
         };
         let be_base = by_seed(jobs, runs, 0, be_rate);
         if let (Some(ev), Some(pv)) = (fig4.0, fig4.1) {
-            let key = format!("fair_mpc.{principal}");
             let p = &mut programs[i];
             p.fair_estimated[usize::from(!fast)] = by_seed(jobs, runs, ev, |r| {
-                r.policy_stats.get(&key).copied().unwrap_or(f64::NAN)
+                r.stats_of::<CacheFairStats>()
+                    .and_then(|s| s.fair_mpc.get(&(principal as u32)).copied())
+                    .unwrap_or(f64::NAN)
             });
             p.fair_actual[usize::from(!fast)] = by_seed(jobs, runs, pv, |r| {
                 let c = &r.threads[principal].counters;
@@ -234,17 +237,21 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
                 .filter(|(_, d)| d.is_finite())
                 .collect();
             for (_, r) in crate::results::Table::new(jobs, runs).of_variant(v) {
-                for (k, x) in &r.policy_stats {
+                let Some(stats) = r.stats_of::<CacheFairStats>() else {
+                    continue;
+                };
+                // the mechanism's counts: every field but the per-thread ones
+                for (k, x) in stats.to_record() {
                     if !k.contains('.') {
                         *mech
                             .entry(format!("{}: {k}", sc.variants[v].label))
                             .or_default() += x;
                     }
                 }
-                let key = format!("recon_end_instructions.{principal}");
-                if let (Some(&end), Some(seg)) = (r.policy_stats.get(&key), seg_start) {
+                let end = stats.recon_end_instructions.get(&(principal as u32));
+                if let (Some(&end), Some(seg)) = (end, seg_start) {
                     calibrating.1 += 1;
-                    calibrating.0 += usize::from(end <= seg.start_instructions as f64);
+                    calibrating.0 += usize::from(end <= seg.start_instructions);
                 }
             }
         }

@@ -6,6 +6,7 @@ pub mod sensitivity;
 
 use crate::results::Table;
 use crate::scenario::{Class, Job, Scenario, Sweep, Variant};
+use cachesched_policies::CascStats;
 
 use crate::stats::plain;
 use anyhow::{bail, Result};
@@ -117,14 +118,11 @@ fn solo_rate(name: &str, kb: u64) -> Option<f64> {
 /// class (`true`: greedy), `None` when unknown (the thread is left out). Right and
 /// scored counts; `None` if the run reports no PCMRs.
 fn classification(r: &RunResult, truth: &dyn Fn(&str) -> Option<bool>) -> Option<(usize, usize)> {
+    let stats = r.stats_of::<CascStats>()?;
     let pcmr: Vec<(f64, &str)> = r
         .threads
         .iter()
-        .map(|t| {
-            r.policy_stats
-                .get(&format!("pcmr.{}", t.id))
-                .map(|&p| (p, t.name.as_str()))
-        })
+        .map(|t| stats.pcmr.get(&t.id).map(|&p| (p, t.name.as_str())))
         .collect::<Option<_>>()?;
     if pcmr.is_empty() {
         return None;
@@ -215,9 +213,9 @@ pub fn casc_analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> Result<
                     or += k;
                     on += n;
                 }
-                match r.policy_stats.get("steady_ms") {
-                    Some(&s) if s >= 0.0 => latest = latest.max(s),
-                    _ => never += 1,
+                match r.stats_of::<CascStats>().and_then(|s| s.steady_ms) {
+                    Some(s) => latest = latest.max(s),
+                    None => never += 1,
                 }
             }
             let frac = |k: usize, n: usize| {
@@ -311,10 +309,12 @@ fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64])
                 let pcmrs: Vec<f64> = these
                     .iter()
                     .flat_map(|r| {
+                        let pcmr = r.stats_of::<CascStats>().unwrap_or_default().pcmr;
                         r.threads
                             .iter()
                             .filter(|t| &t.name == p)
-                            .filter_map(|t| r.policy_stats.get(&format!("pcmr.{}", t.id)).copied())
+                            .filter_map(|t| pcmr.get(&t.id).copied())
+                            .collect::<Vec<f64>>()
                     })
                     .collect();
                 let sh = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
@@ -328,17 +328,12 @@ fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64])
             let mut caps = Vec::new();
             let mut restricting = 0;
             for r in &these {
-                let mine: Vec<f64> = r
-                    .policy_stats
-                    .iter()
-                    .filter(|(k, _)| k.starts_with("max_pcmr."))
-                    .map(|(_, &x)| x)
-                    .collect();
-                let top = r
-                    .policy_stats
-                    .iter()
-                    .filter(|(k, _)| k.starts_with("pcmr."))
-                    .map(|(_, &x)| x)
+                let stats = r.stats_of::<CascStats>().unwrap_or_default();
+                let mine: Vec<f64> = stats.max_pcmr.values().copied().collect();
+                let top = stats
+                    .pcmr
+                    .values()
+                    .copied()
                     .fold(f64::NEG_INFINITY, f64::max);
                 if mine.iter().any(|&c| c <= top) {
                     restricting += 1;

@@ -4,6 +4,7 @@
 //! detection cost and how long it took, and Figure 5's picture of the sharing maps.
 
 use crate::metrics::metric;
+use cachesched_policies::ClusteringStats;
 
 use crate::results::Table;
 use crate::scenario::{Job, Scenario};
@@ -147,17 +148,23 @@ pub fn figure5(r: &RunResult, title: &str) -> Option<String> {
 }
 
 /// Policy statistics reported per clustering variant: (key, column heading).
-const STATS: &[(&str, &str)] = &[
-    ("max_remote_stall_share", "max window remote-stall share"),
-    ("rounds", "rounds"),
-    ("timeouts", "timeouts"),
-    ("first_clustered_ms", "first placement (ms)"),
-    ("detect_ms", "detection (ms)"),
-    ("samples", "samples"),
-    ("clusters", "clusters"),
-    ("loose_threads", "loose threads"),
-    ("global_slots", "global slots"),
-    ("threads_moved", "threads moved"),
+/// The policy's statistics in the table: a reader and the column heading.
+type StatColumn = (fn(&ClusteringStats) -> Option<f64>, &'static str);
+
+const STATS: &[StatColumn] = &[
+    (
+        |s| Some(s.max_remote_stall_share),
+        "max window remote-stall share",
+    ),
+    (|s| Some(s.rounds as f64), "rounds"),
+    (|s| Some(s.timeouts as f64), "timeouts"),
+    (|s| s.first_clustered_ms, "first placement (ms)"),
+    (|s| Some(s.detect_ms), "detection (ms)"),
+    (|s| Some(s.samples as f64), "samples"),
+    (|s| Some(s.clusters as f64), "clusters"),
+    (|s| Some(s.loose_threads as f64), "loose threads"),
+    (|s| Some(s.global_slots as f64), "global slots"),
+    (|s| Some(s.threads_moved as f64), "threads moved"),
 ];
 
 /// The analysis section: per variant with a clustering policy, accuracy and the
@@ -209,15 +216,10 @@ pub fn analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> 
             aris.len(),
             rs.len()
         );
-        for (k, _) in STATS {
+        for (read, _) in STATS {
             let xs: Vec<f64> = rs
                 .iter()
-                .filter_map(|r| {
-                    r.policy_stats
-                        .iter()
-                        .find(|(n, _)| n.strip_prefix("clustering.").unwrap_or(n) == *k)
-                        .map(|(_, &x)| x)
-                })
+                .filter_map(|r| r.stats_of::<ClusteringStats>().and_then(|s| read(&s)))
                 .collect();
             let cell = if xs.is_empty() {
                 "–".into()

@@ -43,6 +43,7 @@
 //! paper measured it: demand and first-level prefetch fills, not the L2 streamer's).
 
 use crate::scenario::MixRuns;
+use cachesched_policies::TimesliceStats;
 
 use crate::metrics::metric;
 
@@ -351,12 +352,9 @@ fn slice_cell(sc: &Scenario, data: &Data<'_>, v: usize) -> String {
         .iter()
         .flat_map(|m| m[v].values())
         // a run whose policy set no slice reports a mean of 0
-        .filter(|r| {
-            r.policy_stats
-                .get("threads_with_slice")
-                .is_some_and(|&n| n > 0.0)
-        })
-        .filter_map(|r| r.policy_stats.get("mean_slice_ms").copied())
+        .filter_map(|r| r.stats_of::<TimesliceStats>())
+        .filter(|s| s.threads_with_slice > 0)
+        .map(|s| s.mean_slice_ms)
         .collect();
     if chosen.is_empty() {
         "–".to_string()

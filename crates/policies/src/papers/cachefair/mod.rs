@@ -88,6 +88,7 @@ pub mod weight;
 use crate::drift::Drift;
 use crate::within;
 use cachesched_core::num::ratio;
+use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{
     CoRunSegment, CounterKind, Counters, Ctx, Nanos, Policy, ThreadClass, ThreadId, ThreadView,
 };
@@ -928,48 +929,110 @@ impl Policy for CacheFair {
         }
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        self.statistics().to_record()
+    }
+
+    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
+        CacheFairStats::FIELDS
+    }
+}
+
+cachesched_core::policy_stats! {
+    /// The cache-fair scheduler's statistics over a run.
+    pub struct CacheFairStats for "cachefair" {
+        /// Reconnaissance phases that ended with a fair-miss-rate model.
+        recon_phases: u64 = "recon_phases",
+        /// Reconnaissance phases that ended without a single data point (restarted).
+        recon_without_points: u64 = "recon_without_points",
+        /// Data points (co-run segments) of every finished reconnaissance phase, summed.
+        recon_points: u64 = "recon_points",
+        /// Fair miss rates read off the regression line outside the measured range.
+        extrapolated: u64 = "extrapolated",
+        /// Stall-time models (memory or store-buffer) that fell back to a default.
+        stall_fallbacks: u64 = "stall_fallbacks",
+        /// Calibration steps (a fair thread's quantum adjusted from its fair CPI).
+        calibrations: u64 = "calibrations",
+        /// Adjustments that gave a fair thread more CPU time.
+        adjusted_up: u64 = "adjusted_up",
+        /// Adjustments that took CPU time from a fair thread.
+        adjusted_down: u64 = "adjusted_down",
+        /// Adjustments capped at what the chosen best-effort thread could give.
+        capped: u64 = "capped",
+        /// Adjustments dropped for want of a best-effort thread.
+        no_best_effort: u64 = "no_best_effort",
+        /// CPU time given to fair threads as quantum extensions (ms).
+        given_ms: f64 = "given_ms",
+        /// CPU time taken from best-effort threads (ms).
+        taken_from_be_ms: f64 = "taken_from_be_ms",
+        /// Whether CPU time moves through weights (nice values) rather than slices.
+        weights: bool = "weights",
+        /// Reconnaissance phases started on a detected phase change.
+        phase_changes: u64 = "phase_changes",
+        /// The largest window change the phase-change detection saw.
+        max_phase_drift: f64 = "max_phase_drift",
+        /// Fair-miss-rate estimates that fell back from the regression, by reason
+        /// (`no_spread`, `negative_slope`, `no_crossing`).
+        fallback: BTreeMap<String, u64> = "fallback_",
+        /// Each fair thread's estimated fair miss rate (LLC misses per cycle), by thread id.
+        fair_mpc: BTreeMap<u32, f64> = "fair_mpc.",
+        /// Whether each fair thread's last estimate was a fallback, by thread id.
+        fair_fallback: BTreeMap<u32, bool> = "fair_fallback.",
+        /// Each fair thread's instruction count when its first reconnaissance ended.
+        recon_end_instructions: BTreeMap<u32, u64> = "recon_end_instructions.",
+        /// CPU time each best-effort thread gave up (ms), by thread id.
+        be_penalty_ms: BTreeMap<u32, f64> = "be_penalty_ms.",
+        /// The share of each best-effort thread's weight taken (%; weights only).
+        be_weight_taken_pct: BTreeMap<u32, f64> = "be_weight_taken_pct.",
+    }
+}
+
+impl CacheFair {
+    /// The policy's statistics so far.
+    pub fn statistics(&self) -> CacheFairStats {
         let s = &self.stats;
-        let mut v = vec![
-            ("recon_phases".to_string(), s.recon_phases as f64),
-            ("recon_without_points".into(), s.recon_without_points as f64),
-            ("recon_points".into(), s.recon_points as f64),
-            ("extrapolated".into(), s.extrapolated as f64),
-            ("stall_fallbacks".into(), s.stall_fallbacks as f64),
-            ("calibrations".into(), s.calibrations as f64),
-            ("adjusted_up".into(), s.adjusted_up as f64),
-            ("adjusted_down".into(), s.adjusted_down as f64),
-            ("capped".into(), s.capped as f64),
-            ("no_best_effort".into(), s.no_best_effort as f64),
-            ("given_ms".into(), s.given_ns as f64 / 1e6),
-            ("taken_from_be_ms".into(), s.taken_from_be_ns as f64 / 1e6),
-            ("weights".into(), self.weights as u8 as f64),
-            ("phase_changes".into(), s.phase_changes as f64),
-            ("max_phase_drift".into(), s.max_phase_drift),
-        ];
-        for (name, n) in &s.fallback {
-            v.push((format!("fallback_{name}"), *n as f64));
+        CacheFairStats {
+            recon_phases: s.recon_phases,
+            recon_without_points: s.recon_without_points,
+            recon_points: s.recon_points,
+            extrapolated: s.extrapolated,
+            stall_fallbacks: s.stall_fallbacks,
+            calibrations: s.calibrations,
+            adjusted_up: s.adjusted_up,
+            adjusted_down: s.adjusted_down,
+            capped: s.capped,
+            no_best_effort: s.no_best_effort,
+            given_ms: s.given_ns as f64 / 1e6,
+            taken_from_be_ms: s.taken_from_be_ns as f64 / 1e6,
+            weights: self.weights,
+            phase_changes: s.phase_changes,
+            max_phase_drift: s.max_phase_drift,
+            fallback: s
+                .fallback
+                .iter()
+                .map(|(k, n)| (k.to_string(), *n))
+                .collect(),
+            fair_mpc: s.fair_mpc.iter().map(|(t, x)| (t.0, *x)).collect(),
+            fair_fallback: s
+                .fair_method
+                .iter()
+                .map(|(t, m)| (t.0, m.is_fallback()))
+                .collect(),
+            recon_end_instructions: s.recon_end.iter().map(|(t, n)| (t.0, *n)).collect(),
+            be_penalty_ms: self
+                .best_effort
+                .iter()
+                .map(|(b, st)| (b.0, st.penalty_ns as f64 / 1e6))
+                .collect(),
+            be_weight_taken_pct: if self.weights {
+                self.best_effort
+                    .iter()
+                    .map(|(b, st)| (b.0, 100.0 * st.absorbed / st.dither.base_weight()))
+                    .collect()
+            } else {
+                BTreeMap::new()
+            },
         }
-        for (t, mpc) in &s.fair_mpc {
-            v.push((format!("fair_mpc.{}", t.0), *mpc));
-        }
-        for (t, m) in &s.fair_method {
-            v.push((
-                format!("fair_fallback.{}", t.0),
-                m.is_fallback() as u8 as f64,
-            ));
-        }
-        for (t, n) in &s.recon_end {
-            v.push((format!("recon_end_instructions.{}", t.0), *n as f64));
-        }
-        for (b, st) in &self.best_effort {
-            v.push((format!("be_penalty_ms.{}", b.0), st.penalty_ns as f64 / 1e6));
-            if self.weights {
-                let pct = 100.0 * st.absorbed / st.dither.base_weight();
-                v.push((format!("be_weight_taken_pct.{}", b.0), pct));
-            }
-        }
-        v
     }
 }
 

@@ -55,6 +55,7 @@ pub mod solve;
 
 use crate::drift::Drift;
 use bucket::{bucketize, BucketParams, Buckets};
+use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{
     CoRunSegment, CounterKind, Counters, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId,
 };
@@ -839,40 +840,83 @@ impl Policy for Casc {
         }
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        self.statistics().to_record()
+    }
+
+    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
+        CascStats::FIELDS
+    }
+}
+
+cachesched_core::policy_stats! {
+    /// CASC's statistics over a run.
+    pub struct CascStats for "casc" {
+        /// When the last initial measurement finished and its PCMRs were solved (ms of
+        /// simulated or wall time); −1 in the record if none finished.
+        initial_done_ms: Option<f64> = "initial_done_ms" or -1.0,
+        /// Since when every thread of every running domain has had a PCMR (ms); −1 if
+        /// that never held at the end (a remeasurement clears it).
+        steady_ms: Option<f64> = "steady_ms" or -1.0,
+        /// Initial measurements started (all-but-one group runs of a domain, §4.1).
+        initial_measurements: u64 = "initial_measurements",
+        /// Secondary measurements: PCMRs of threads that arrived later, by Formula 2.
+        secondary_measurements: u64 = "secondary_measurements",
+        /// Remeasurements of a domain after a thread's miss rate drifted or a thread left.
+        remeasurements: u64 = "remeasurements",
+        /// Times the threads of a domain were sorted into buckets (Algorithm 1).
+        bucketizations: u64 = "bucketizations",
+        /// Initial measurements solved by least squares instead of exactly.
+        least_squares_solves: u64 = "least_squares_solves",
+        /// Initial measurements whose equations could not be solved (measured again).
+        solve_failures: u64 = "solve_failures",
+        /// The bucket threshold of the last bucketization (in the configured miss rate's
+        /// units, misses per 100 references).
+        threshold: f64 = "threshold",
+        /// The projected miss rate of the last bucketization's schedule.
+        projected_miss_rate: f64 = "projected_miss_rate",
+        /// The RMS residual of the last initial measurement's solve.
+        initial_rms_residual: f64 = "initial_rms_residual",
+        /// The largest |window miss rate − reference| seen since the last measurement.
+        max_drift: f64 = "max_drift",
+        /// Scheduling domains (shared caches) the policy manages.
+        domains: u64 = "domains",
+        /// Each thread's last measured PCMR (misses per 100 references), by thread id.
+        pcmr: BTreeMap<u32, f64> = "pcmr.",
+        /// Each bucket's highest PCMR, by `DOMAIN.cpuCPU` (the bucket a CPU runs).
+        max_pcmr: BTreeMap<String, f64> = "max_pcmr.",
+    }
+}
+
+impl Casc {
+    /// The policy's statistics so far.
+    pub fn statistics(&self) -> CascStats {
         let s = &self.stats;
-        let mut v = vec![
-            (
-                "initial_done_ms".to_string(),
-                s.initial_done_ms.unwrap_or(-1.0),
-            ),
-            ("steady_ms".into(), s.steady_ms.unwrap_or(-1.0)),
-            ("initial_measurements".into(), s.initial_measurements as f64),
-            (
-                "secondary_measurements".into(),
-                s.secondary_measurements as f64,
-            ),
-            ("remeasurements".into(), s.remeasurements as f64),
-            ("bucketizations".into(), s.bucketizations as f64),
-            ("least_squares_solves".into(), s.least_squares as f64),
-            ("solve_failures".into(), s.solve_failures as f64),
-            ("threshold".into(), s.last_threshold),
-            ("projected_miss_rate".into(), s.last_projected),
-            ("initial_rms_residual".into(), s.last_rms_residual),
-            ("max_drift".into(), s.max_drift),
-            ("domains".into(), self.domains.len() as f64),
-        ];
-        for (t, x) in &self.history {
-            v.push((format!("pcmr.{}", t.0), *x));
-        }
+        let mut max_pcmr = BTreeMap::new();
         for (di, d) in self.domains.iter().enumerate() {
             if let Some(b) = &d.buckets {
                 for (c, m) in d.cpus.iter().zip(&b.max_pcmr) {
-                    v.push((format!("max_pcmr.{di}.cpu{}", c.0), *m));
+                    max_pcmr.insert(format!("{di}.cpu{}", c.0), *m);
                 }
             }
         }
-        v
+        CascStats {
+            initial_done_ms: s.initial_done_ms,
+            steady_ms: s.steady_ms,
+            initial_measurements: s.initial_measurements.into(),
+            secondary_measurements: s.secondary_measurements.into(),
+            remeasurements: s.remeasurements.into(),
+            bucketizations: s.bucketizations.into(),
+            least_squares_solves: s.least_squares.into(),
+            solve_failures: s.solve_failures.into(),
+            threshold: s.last_threshold,
+            projected_miss_rate: s.last_projected,
+            initial_rms_residual: s.last_rms_residual,
+            max_drift: s.max_drift,
+            domains: self.domains.len() as u64,
+            pcmr: self.history.iter().map(|(t, x)| (t.0, *x)).collect(),
+            max_pcmr,
+        }
     }
 }
 

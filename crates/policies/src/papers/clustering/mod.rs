@@ -32,6 +32,7 @@ pub mod place;
 pub mod shmap;
 
 use crate::within;
+use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{AddressSample, CounterKind, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId};
 use cluster::{ClusterParams, Clustering};
 use serde::{Deserialize, Serialize};
@@ -632,32 +633,12 @@ impl Policy for ThreadClustering {
         }
     }
 
-    fn stats(&self) -> Vec<(String, f64)> {
-        let s = &self.stats;
-        let mut v = vec![
-            ("windows".into(), s.windows as f64),
-            ("max_remote_stall_share".into(), s.max_share),
-            ("last_remote_stall_share".into(), s.last_share),
-            ("rounds".into(), s.rounds as f64),
-            ("timeouts".into(), s.timeouts as f64),
-            ("idle_rounds".into(), s.idle_rounds as f64),
-            ("samples".into(), s.samples as f64),
-            ("samples_counted".into(), s.counted as f64),
-            ("samples_filter_conflict".into(), s.filter_conflicts as f64),
-            ("samples_thread_limit".into(), s.thread_limit as f64),
-            ("samples_stores".into(), s.stores as f64),
-            ("samples_not_detecting".into(), s.other_process as f64),
-            ("detect_ms".into(), s.detect_ms),
-            ("threads_moved".into(), s.moved as f64),
-            ("clusters".into(), s.clusters as f64),
-            ("loose_threads".into(), s.loose as f64),
-            ("global_slots".into(), s.global_slots as f64),
-            ("period".into(), s.period as f64),
-        ];
-        if let Some(ms) = s.first_clustered_ms {
-            v.push(("first_clustered_ms".into(), ms));
-        }
-        v
+    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
+        self.statistics().to_record()
+    }
+
+    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
+        ClusteringStats::FIELDS
     }
 
     /// The last clustering that found groups (else the last clustering, with no
@@ -702,6 +683,79 @@ impl Policy for ThreadClustering {
                 .collect(),
         ));
         v
+    }
+}
+
+cachesched_core::policy_stats! {
+    /// Thread clustering's statistics over a run.
+    pub struct ClusteringStats for "clustering" {
+        /// Monitoring windows closed (each compares the remote-stall share with the
+        /// activation threshold).
+        windows: u64 = "windows",
+        /// The largest share of cycles stalled on remote-cache accesses in a window.
+        max_remote_stall_share: f64 = "max_remote_stall_share",
+        /// The last window's remote-stall share.
+        last_remote_stall_share: f64 = "last_remote_stall_share",
+        /// Clustering rounds: sharing detected, threads clustered and placed.
+        rounds: u64 = "rounds",
+        /// Detection phases that ran out of time before enough samples came.
+        timeouts: u64 = "timeouts",
+        /// Rounds that moved no thread.
+        idle_rounds: u64 = "idle_rounds",
+        /// Address samples received.
+        samples: u64 = "samples",
+        /// Samples counted into a shMap.
+        samples_counted: u64 = "samples_counted",
+        /// Samples dropped because another region owned their shMap slot.
+        samples_filter_conflict: u64 = "samples_filter_conflict",
+        /// Samples dropped because their thread had claimed its limit of slots.
+        samples_thread_limit: u64 = "samples_thread_limit",
+        /// Store samples dropped (loads only).
+        samples_stores: u64 = "samples_stores",
+        /// Samples of processes not in a detection phase.
+        samples_not_detecting: u64 = "samples_not_detecting",
+        /// Time spent detecting sharing, summed over rounds (ms).
+        detect_ms: f64 = "detect_ms",
+        /// Thread migrations made by placements.
+        threads_moved: u64 = "threads_moved",
+        /// Clusters in the last clustering.
+        clusters: u64 = "clusters",
+        /// Threads in no cluster in the last clustering.
+        loose_threads: u64 = "loose_threads",
+        /// shMap slots the last clustering found globally shared and ignored.
+        global_slots: u64 = "global_slots",
+        /// The sampling period in use at the end (remote accesses per sample).
+        period: u64 = "period",
+        /// When the first placement was made (ms); left out if none was.
+        first_clustered_ms: Option<f64> = "first_clustered_ms",
+    }
+}
+
+impl ThreadClustering {
+    /// The policy's statistics so far.
+    pub fn statistics(&self) -> ClusteringStats {
+        let s = &self.stats;
+        ClusteringStats {
+            windows: s.windows,
+            max_remote_stall_share: s.max_share,
+            last_remote_stall_share: s.last_share,
+            rounds: s.rounds,
+            timeouts: s.timeouts,
+            idle_rounds: s.idle_rounds,
+            samples: s.samples,
+            samples_counted: s.counted,
+            samples_filter_conflict: s.filter_conflicts,
+            samples_thread_limit: s.thread_limit,
+            samples_stores: s.stores,
+            samples_not_detecting: s.other_process,
+            detect_ms: s.detect_ms,
+            threads_moved: s.moved,
+            clusters: s.clusters,
+            loose_threads: s.loose,
+            global_slots: s.global_slots,
+            period: s.period,
+            first_clustered_ms: s.first_clustered_ms,
+        }
     }
 }
 
