@@ -333,6 +333,42 @@ fn linux_commands_say_plainly_what_happened() {
     );
 }
 
+/// Off a terminal, `simulate` prints progress lines to stderr (`--progress-every 0`: one
+/// at every update, so the count does not depend on the machine's speed): more than
+/// one, in order, the last at 100%; `--quiet` prints none; an interval out of range is
+/// refused. Fails if the lines stop, run backwards, or the flag is not checked.
+#[test]
+fn simulate_reports_progress_off_a_terminal() {
+    let args = [
+        "simulate",
+        "--machine",
+        "niagara-2c",
+        "--mix",
+        "art:4",
+        "--duration-ms",
+        "40",
+        "--progress-every",
+        "0",
+    ];
+    let out = bin().args(args).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let pct: Vec<f64> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("progress: "))
+        .map(|l| l.split('%').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(pct.len() >= 2, "{err}");
+    assert!(pct.windows(2).all(|w| w[0] <= w[1]), "{pct:?}");
+    assert_eq!(pct.last(), Some(&100.0), "{err}");
+    let mut quiet = args.to_vec();
+    quiet.push("--quiet");
+    let out = bin().args(&quiet).output().unwrap();
+    assert!(!String::from_utf8(out.stderr).unwrap().contains("progress:"));
+    let e = run_err(&["simulate", "--progress-every", "5000"]);
+    assert!(e.contains("outside 0 to 3600 seconds"), "{e}");
+}
+
 #[test]
 fn info_commands() {
     let m = run_ok(&["machines"]);

@@ -56,6 +56,24 @@ pub struct SimulateArgs {
     /// Print only the seed and JSON-free summary line.
     #[arg(long)]
     quiet: bool,
+    /// Off a terminal (where no progress bar is drawn), print a progress line to stderr
+    /// every this many seconds of wall time; 0 prints one at every progress update
+    /// (0 to 3600) [default: 10].
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0,
+          value_parser = progress_seconds)]
+    progress_every: f64,
+}
+
+/// Parses `--progress-every` (0 to 3600 seconds).
+fn progress_seconds(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if (0.0..=3600.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("{s} is outside 0 to 3600 seconds"))
+    }
 }
 
 /// Builds the configuration from a file and flags.
@@ -164,17 +182,18 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
         .expect("valid template"),
     );
     let t0 = std::time::Instant::now();
-    // off a terminal the bar is hidden: a line every 10 s instead (not with --quiet)
+    // off a terminal the bar is hidden: a line every --progress-every seconds instead
+    // (not with --quiet)
     let lines = !a.quiet && !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut said = 0u64;
+    let mut said = 0.0;
     let res = sim.run(&mut |f| {
         bar.set_position((f * 1000.0) as u64);
-        let secs = t0.elapsed().as_secs();
-        if lines && secs >= said + 10 {
+        let secs = t0.elapsed().as_secs_f64();
+        if lines && (secs >= said + a.progress_every || a.progress_every == 0.0) {
             said = secs;
-            let eta = if f > 0.0 { secs as f64 * (1.0 - f) / f } else { f64::NAN };
+            let eta = if f > 0.0 { secs * (1.0 - f) / f } else { f64::NAN };
             eprintln!(
-                "progress: {:.0}% simulated ({:.0} of {} ms), {secs} s elapsed, about {eta:.0} s left",
+                "progress: {:.0}% simulated ({:.0} of {} ms), {secs:.0} s elapsed, about {eta:.0} s left",
                 100.0 * f,
                 f * cfg.duration_ms,
                 cfg.duration_ms
