@@ -1,6 +1,6 @@
 //! Typed policy statistics.
 //!
-//! Each policy declares its statistics as a struct with [`policy_stats!`], one field
+//! Each policy declares its statistics as a struct with [`policy_stats!`](crate::policy_stats!), one field
 //! per measure with a description (as scx_layered's stats do). The struct is the
 //! interface: the policy fills it, and readers (the laboratory's analyses, the tests,
 //! `cachesched info`) read it back with [`PolicyStats::from_record`] instead of matching
@@ -59,7 +59,7 @@ pub struct StatField {
     pub about: &'static str,
 }
 
-/// A policy's typed statistics (made by [`policy_stats!`]).
+/// A policy's typed statistics (made by [`policy_stats!`](crate::policy_stats!)).
 pub trait PolicyStats: Default + Sized {
     /// The name of the policy that reports these statistics (its registry name; a
     /// chain stores them under `POLICY.`).
@@ -108,7 +108,8 @@ pub trait StatSlot: Default {
     /// written as, if anything).
     fn write(&self, key: &str, absent: Option<f64>, out: &mut StatsRecord);
 
-    /// Reads the slot from `record` (keys carry `prefix`); `None` when no entry is there.
+    /// Reads the slot from `record` (keys carry `prefix`); `None` when no entry is there
+    /// (a map always reads, possibly empty).
     fn read(
         key: &str,
         absent: Option<f64>,
@@ -196,8 +197,8 @@ impl StatSlot for Option<f64> {
         prefix: &str,
         record: &BTreeMap<String, f64>,
     ) -> Option<Self> {
-        // present or not, an optional field has been read: `Some(None)`
-        Some(get(prefix, key, record).filter(|&x| Some(x) != absent))
+        // present as the declared absent value: `Some(None)`
+        get(prefix, key, record).map(|x| Some(x).filter(|&x| Some(x) != absent))
     }
 }
 
@@ -294,20 +295,13 @@ macro_rules! policy_stats {
                         record,
                     ) {
                         s.$field = v;
-                        any |= !<$ty as $crate::policy_stats::StatSlot>::MAP
-                            && $crate::policy_stats::__present(record, prefix, $key);
+                        any |= !<$ty as $crate::policy_stats::StatSlot>::MAP;
                     }
                 )*
                 any.then_some(s)
             }
         }
     };
-}
-
-/// Whether `prefix` + `key` is in `record` (for [`policy_stats!`]).
-#[doc(hidden)]
-pub fn __present(record: &BTreeMap<String, f64>, prefix: &str, key: &str) -> bool {
-    get(prefix, key, record).is_some()
 }
 
 #[cfg(test)]

@@ -189,7 +189,7 @@ pub fn run(a: SimulateArgs) -> Result<i32> {
     let res = sim.run(&mut |f| {
         bar.set_position((f * 1000.0) as u64);
         let secs = t0.elapsed().as_secs_f64();
-        if lines && (secs >= said + a.progress_every || a.progress_every == 0.0) {
+        if lines && secs >= said + a.progress_every {
             said = secs;
             let eta = if f > 0.0 { secs * (1.0 - f) / f } else { f64::NAN };
             eprintln!(

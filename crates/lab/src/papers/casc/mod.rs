@@ -117,8 +117,11 @@ fn solo_rate(name: &str, kb: u64) -> Option<f64> {
 /// PCMR is above the mean PCMR of the run's threads; `truth(name)` is the thread's true
 /// class (`true`: greedy), `None` when unknown (the thread is left out). Right and
 /// scored counts; `None` if the run reports no PCMRs.
-fn classification(r: &RunResult, truth: &dyn Fn(&str) -> Option<bool>) -> Option<(usize, usize)> {
-    let stats = r.stats_of::<CascStats>()?;
+fn classification(
+    r: &RunResult,
+    stats: &CascStats,
+    truth: &dyn Fn(&str) -> Option<bool>,
+) -> Option<(usize, usize)> {
     let pcmr: Vec<(f64, &str)> = r
         .threads
         .iter()
@@ -205,15 +208,18 @@ pub fn casc_analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult]) -> Result<
             let mut latest = f64::NEG_INFINITY;
             let mut never = 0;
             for r in Table::new(jobs, runs).at(vi, Some(kb)) {
-                if let Some((k, n)) = classification(r, &paper) {
-                    pr += k;
-                    pn += n;
+                let stats = r.stats_of::<CascStats>();
+                if let Some(stats) = &stats {
+                    if let Some((k, n)) = classification(r, stats, &paper) {
+                        pr += k;
+                        pn += n;
+                    }
+                    if let Some((k, n)) = classification(r, stats, &own) {
+                        or += k;
+                        on += n;
+                    }
                 }
-                if let Some((k, n)) = classification(r, &own) {
-                    or += k;
-                    on += n;
-                }
-                match r.stats_of::<CascStats>().and_then(|s| s.steady_ms) {
+                match stats.and_then(|s| s.steady_ms) {
                     Some(s) => latest = latest.max(s),
                     None => never += 1,
                 }
@@ -304,17 +310,21 @@ fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64])
         }
         for &kb in sizes {
             let these: Vec<&RunResult> = Table::new(jobs, runs).at(vi, Some(kb)).collect();
+            // each run's CASC statistics (default where CASC reported none)
+            let stats: Vec<CascStats> = these
+                .iter()
+                .map(|r| r.stats_of().unwrap_or_default())
+                .collect();
             let mut row = format!("| {kb} KB | {} |", v.label);
             for p in &programs {
                 let pcmrs: Vec<f64> = these
                     .iter()
-                    .flat_map(|r| {
-                        let pcmr = r.stats_of::<CascStats>().unwrap_or_default().pcmr;
+                    .zip(&stats)
+                    .flat_map(|(r, s)| {
                         r.threads
                             .iter()
                             .filter(|t| &t.name == p)
-                            .filter_map(|t| pcmr.get(&t.id).copied())
-                            .collect::<Vec<f64>>()
+                            .filter_map(|t| s.pcmr.get(&t.id).copied())
                     })
                     .collect();
                 let sh = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
@@ -327,8 +337,7 @@ fn casc_programs(sc: &Scenario, jobs: &[Job], runs: &[RunResult], sizes: &[u64])
             }
             let mut caps = Vec::new();
             let mut restricting = 0;
-            for r in &these {
-                let stats = r.stats_of::<CascStats>().unwrap_or_default();
+            for stats in &stats {
                 let mine: Vec<f64> = stats.max_pcmr.values().copied().collect();
                 let top = stats
                     .pcmr

@@ -147,8 +147,8 @@ pub fn figure5(r: &RunResult, title: &str) -> Option<String> {
     ))
 }
 
-/// Policy statistics reported per clustering variant: (key, column heading).
-/// The policy's statistics in the table: a reader and the column heading.
+/// The policy's statistics in the table, per clustering variant: a reader and the
+/// column heading.
 type StatColumn = (fn(&ClusteringStats) -> Option<f64>, &'static str);
 
 const STATS: &[StatColumn] = &[
@@ -216,11 +216,9 @@ pub fn analysis(sc: &Scenario, jobs: &[Job], runs: &[RunResult], out: &Path) -> 
             aris.len(),
             rs.len()
         );
+        let stats: Vec<ClusteringStats> = rs.iter().filter_map(|r| r.stats_of()).collect();
         for (read, _) in STATS {
-            let xs: Vec<f64> = rs
-                .iter()
-                .filter_map(|r| r.stats_of::<ClusteringStats>().and_then(|s| read(&s)))
-                .collect();
+            let xs: Vec<f64> = stats.iter().filter_map(read).collect();
             let cell = if xs.is_empty() {
                 "–".into()
             } else {
