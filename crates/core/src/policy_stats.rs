@@ -61,9 +61,10 @@ pub struct StatField {
 
 /// A policy's typed statistics (made by [`policy_stats!`](crate::policy_stats!)).
 pub trait PolicyStats: Default + Sized {
-    /// The name of the policy that reports these statistics (its registry name; a
-    /// chain stores them under `POLICY.`).
-    const POLICY: &'static str;
+    /// The names a run gives the policy that reports these statistics: its registry
+    /// name first, then those of its modes that name themselves apart
+    /// (`timeslice-dynamic`). A chain stores a member's statistics under `NAME.`.
+    const POLICIES: &'static [&'static str];
 
     /// The fields, in declaration order.
     const FIELDS: &'static [StatField];
@@ -230,8 +231,9 @@ where
     }
 }
 
-/// Declares a policy's statistics struct (`pub struct CascStats for "casc" { … }`, the
-/// policy's registry name after `for`): one field per line, `name: Type = "key"`,
+/// Declares a policy's statistics struct (`pub struct CascStats for "casc" { … }`: the
+/// policy's registry name after `for`, then `| "NAME"` for each of its modes' names):
+/// one field per line, `name: Type = "key"`,
 /// with a doc comment saying what it measures. Types: `u64` (counts), `f64`, `bool`,
 /// `Option<f64>` (`= "key" or -1.0` writes `None` as −1, otherwise it is left out),
 /// and `BTreeMap<K, V>` with a key prefix (`= "pcmr."`) for per-thread or per-item
@@ -241,7 +243,7 @@ where
 macro_rules! policy_stats {
     (
         $(#[doc = $sdoc:literal])*
-        $vis:vis struct $name:ident for $policy:literal {
+        $vis:vis struct $name:ident for $($policy:literal)|+ {
             $(
                 $(#[doc = $fdoc:literal])*
                 $field:ident : $ty:ty = $key:literal $(or $absent:literal)?
@@ -258,7 +260,7 @@ macro_rules! policy_stats {
         }
 
         impl $crate::policy_stats::PolicyStats for $name {
-            const POLICY: &'static str = $policy;
+            const POLICIES: &'static [&'static str] = &[$($policy),+];
             const FIELDS: &'static [$crate::policy_stats::StatField] = &[
                 $($crate::policy_stats::StatField {
                     name: stringify!($field),

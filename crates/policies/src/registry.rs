@@ -171,30 +171,43 @@ mod tests {
     #[test]
     fn every_policy_reports_its_typed_statistics() {
         use cachesched_core::policy_stats::{field_of, PolicyStats, StatField};
-        let typed: [(&str, &[StatField]); 8] = [
-            (crate::AffinityStats::POLICY, crate::AffinityStats::FIELDS),
-            (crate::CacheFairStats::POLICY, crate::CacheFairStats::FIELDS),
-            (crate::CascStats::POLICY, crate::CascStats::FIELDS),
+        let typed: [(&[&str], &[StatField]); 8] = [
+            (crate::AffinityStats::POLICIES, crate::AffinityStats::FIELDS),
             (
-                crate::ClusteringStats::POLICY,
+                crate::CacheFairStats::POLICIES,
+                crate::CacheFairStats::FIELDS,
+            ),
+            (crate::CascStats::POLICIES, crate::CascStats::FIELDS),
+            (
+                crate::ClusteringStats::POLICIES,
                 crate::ClusteringStats::FIELDS,
             ),
-            (crate::DemoStats::POLICY, crate::DemoStats::FIELDS),
-            (crate::MigrateStats::POLICY, crate::MigrateStats::FIELDS),
+            (crate::DemoStats::POLICIES, crate::DemoStats::FIELDS),
+            (crate::MigrateStats::POLICIES, crate::MigrateStats::FIELDS),
             (
-                crate::ProcessLlcStats::POLICY,
+                crate::ProcessLlcStats::POLICIES,
                 crate::ProcessLlcStats::FIELDS,
             ),
-            (crate::TimesliceStats::POLICY, crate::TimesliceStats::FIELDS),
+            (
+                crate::TimesliceStats::POLICIES,
+                crate::TimesliceStats::FIELDS,
+            ),
         ];
         assert_eq!(typed.len(), POLICY_NAMES.len());
-        for name in POLICY_NAMES {
-            let p = build_policy(&PolicySpec::parse(name).unwrap());
-            assert_eq!(p.name(), *name);
-            let (_, fields) = typed
+        // every policy, and each mode that names itself apart
+        let specs = POLICY_NAMES
+            .iter()
+            .copied()
+            .chain(["timeslice:mode=dynamic"]);
+        for spec in specs {
+            let spec = PolicySpec::parse(spec).unwrap();
+            let p = build_policy(&spec);
+            let name = p.name();
+            let (names, fields) = typed
                 .iter()
-                .find(|(n, _)| n == name)
-                .unwrap_or_else(|| panic!("no typed statistics name {name}"));
+                .find(|(n, _)| n[0] == spec.name())
+                .unwrap_or_else(|| panic!("no typed statistics name {}", spec.name()));
+            assert!(names.contains(&name), "{name} not in {names:?}");
             assert_eq!(p.stat_fields(), *fields, "{name}");
             for f in *fields {
                 assert!(

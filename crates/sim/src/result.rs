@@ -185,14 +185,14 @@ pub const SUMMARY_ROWS: usize = 40;
 impl RunResult {
     /// The run's statistics of the policy `S` reports (`CascStats`, …), read from
     /// [`policy_stats`](RunResult::policy_stats): bare when it ran alone, under `NAME.`
-    /// when it ran in a chain; `None` when it did not run.
+    /// when it ran in a chain (NAME: one of [`PolicyStats::POLICIES`]); `None` when it
+    /// did not run.
     pub fn stats_of<S: PolicyStats>(&self) -> Option<S> {
-        if self.policy == S::POLICY {
+        let member = self.policy.split('+').find(|p| S::POLICIES.contains(p))?;
+        if member == self.policy {
             S::from_record(&self.policy_stats)
-        } else if self.policy.split('+').any(|p| p == S::POLICY) {
-            S::from_record_prefixed(&self.policy_stats, &format!("{}.", S::POLICY))
         } else {
-            None
+            S::from_record_prefixed(&self.policy_stats, &format!("{member}."))
         }
     }
 

@@ -176,7 +176,7 @@ impl Policy for Timeslice {
 
 cachesched_core::policy_stats! {
     /// Timeslice aggregation's statistics at the end of a run.
-    pub struct TimesliceStats for "timeslice" {
+    pub struct TimesliceStats for "timeslice" | "timeslice-dynamic" {
         /// Threads the policy gave a slice of its own.
         threads_with_slice: u64 = "threads_with_slice",
         /// The mean of those slices (ms; 0 when none was set).
