@@ -9,12 +9,17 @@
 //! ([`caches::solo`]) → checks ([`checks::checks`]), statistics over seeds ([`stats`]) → a report ([`report`],
 //! [`reproduce::reproduce_papers`], with each paper's section from [`papers`]) →
 //! Markdown, CSV, SVG ([`svg`]) and the docs blocks ([`docs_block`]).
+//!
+//! Beside the simulated reproductions, two papers have a study on the real host, by
+//! time with real processes ([`host_study`]; `papers::affinity::host`,
+//! `papers::timeslice::host`).
 
 pub mod caches;
 pub mod checks;
 pub mod docs_block;
 pub mod experiment;
 pub mod files;
+pub mod host_study;
 pub mod interrupt;
 pub mod metrics;
 pub mod paper;

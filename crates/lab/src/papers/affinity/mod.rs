@@ -22,6 +22,8 @@
 //!   window (IPC times the CPU time they got), which a policy can change by moving CPU
 //!   time as well as by keeping caches warm.
 
+pub mod host;
+
 use crate::scenario::MixRuns;
 
 use crate::scenario::Scenario;

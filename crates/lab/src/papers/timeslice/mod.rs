@@ -42,6 +42,8 @@
 //! runs of one mix, counting the fills Intel's "LLC Misses" event counts, with which the
 //! paper measured it: demand and first-level prefetch fills, not the L2 streamer's).
 
+pub mod host;
+
 use crate::scenario::MixRuns;
 use cachesched_policies::TimesliceStats;
 
