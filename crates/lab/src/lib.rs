@@ -9,10 +9,13 @@
 //! ([`caches::solo`]) → checks ([`checks::checks`]), statistics over seeds ([`stats`]) → a report ([`report`],
 //! [`reproduce::reproduce_papers`], with each paper's section from [`papers`]) →
 //! Markdown, CSV, SVG ([`svg`]) and the docs blocks ([`docs_block`]).
+//!
+//! Every fallible function returns [`Result`], whose [`Error`] says what failed.
 
 pub mod caches;
 pub mod checks;
 pub mod docs_block;
+pub mod error;
 pub mod experiment;
 pub mod files;
 pub mod interrupt;
@@ -31,6 +34,8 @@ pub mod seeds;
 pub mod stats;
 pub mod svg;
 pub mod traces;
+
+pub use error::{Error, Result};
 
 #[cfg(test)]
 mod fuzz;
