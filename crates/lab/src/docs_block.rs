@@ -3,7 +3,7 @@
 //! PAPER/FILE` for a scenario file's section, `study NAME` for a real-machine study),
 //! its headings one level down, the rest of the document untouched.
 
-use anyhow::{bail, Result};
+use crate::error::{invalid, Result};
 
 /// Where the block named `name` lies in `text`: the end of its begin marker and the
 /// start of its end marker. A marker counts only alone on its own line (a marker quoted
@@ -26,16 +26,16 @@ pub fn find(text: &str, name: &str) -> Result<(usize, usize)> {
     }
     match (&begins[..], &ends[..]) {
         ([b], [e]) if b < e => Ok((*b, *e)),
-        ([], _) | (_, []) => bail!(
+        ([], _) | (_, []) => Err(invalid!(
             "no generated block for {name}: add the lines `{begin}` and `{end}`, each alone \
              on its line, in this order, where its tables go"
-        ),
-        ([_], [_]) => bail!("the generated block for {name} ends before it begins: put the line `{begin}` before `{end}`"),
-        _ => bail!(
+        )),
+        ([_], [_]) => Err(invalid!("the generated block for {name} ends before it begins: put the line `{begin}` before `{end}`")),
+        _ => Err(invalid!(
             "the generated block for {name} is marked {} time(s) at its beginning and {} at its end: keep exactly one line `{begin}` and one `{end}`; nothing was changed",
             begins.len(),
             ends.len()
-        ),
+        )),
     }
 }
 

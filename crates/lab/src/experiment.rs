@@ -3,26 +3,26 @@
 //! their solo references → results JSON and CSV, the resolved scenario, SVG plots and a
 //! Markdown report ([`crate::report`]).
 
+use crate::error::{chain, Error, Result, ResultExt};
 use crate::report::write_outputs;
 use crate::runner::{attach_solo_runs, cached_or_run, run_label, worker_count, INTERRUPTED};
 use crate::scenario::{Job, Planned, Scenario};
-use anyhow::{Context, Result};
 use cachesched_sim::{RunResult, SimConfig, SimError};
 
 /// Reads and validates a scenario file, leaving real programs' traces unrecorded.
 pub fn parse(path: &std::path::Path) -> Result<Scenario> {
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read scenario file '{}'", path.display()))?;
+    let bytes = std::fs::read(path).map_err(Error::io("cannot read scenario file", path))?;
     let text = crate::positions::utf8(path, bytes)?;
     parse_text(path, &text)
 }
 
 /// [`parse`] of the text of the file at `path` (named in errors).
 pub fn parse_text(path: &std::path::Path, text: &str) -> Result<Scenario> {
-    let s: Scenario =
-        toml::from_str(text).with_context(|| format!("in scenario file '{}'", path.display()))?;
-    crate::papers::validate(&s)
-        .with_context(|| format!("in scenario file '{}'", path.display()))?;
+    let s: Scenario = toml::from_str(text).map_err(|source| Error::ParseScenario {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    crate::papers::validate(&s).within(|| format!("in scenario file '{}'", path.display()))?;
     Ok(s)
 }
 
@@ -30,25 +30,30 @@ pub fn parse_text(path: &std::path::Path, text: &str) -> Result<Scenario> {
 /// range names the line and column that set it.
 pub fn plan_file(sc: &Scenario, path: &std::path::Path) -> Result<Vec<Planned>> {
     sc.plan().map_err(|e| {
-        let key = if let Some(r) = e.downcast_ref::<cachesched_sim::RangeError>() {
-            Some(r.key.clone())
-        } else if matches!(e.downcast_ref::<SimError>(), Some(SimError::Machine(_)))
-            || e.downcast_ref::<cachesched_sim::hw::machine::MachineError>()
-                .is_some()
-        {
+        // the failure itself, below the mix it happened in
+        let key = match e.root() {
+            Error::Range(r) => Some(r.key.clone()),
             // a machine the file's own `machine` key resolves is checked while it is read,
             // with its position: here it is a swept LLC size
-            Some("llc_kb".to_string())
-        } else {
-            None
+            Error::Sim(SimError::Machine(_)) | Error::Machine(_) => Some("llc_kb".to_string()),
+            _ => None,
         };
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        match key.and_then(|k| crate::positions::locate(&text, &k).map(|p| (k, p))) {
-            Some((_, (line, col))) => anyhow::anyhow!("{e:#}").context(format!(
-                "in scenario file '{}', line {line}, column {col}",
-                path.display()
-            )),
-            None => e.context(format!("in scenario file '{}'", path.display())),
+        let (context, source) =
+            match key.and_then(|k| crate::positions::locate(&text, &k).map(|p| (k, p))) {
+                // the whole error as one cause, after the position
+                Some((_, (line, col))) => (
+                    format!(
+                        "in scenario file '{}', line {line}, column {col}",
+                        path.display()
+                    ),
+                    Error::Invalid(chain(&e)),
+                ),
+                None => (format!("in scenario file '{}'", path.display()), e),
+            };
+        Error::Context {
+            context,
+            source: Box::new(source),
         }
     })
 }
@@ -59,10 +64,10 @@ pub fn load(path: &std::path::Path) -> Result<Scenario> {
     let mut s = parse(path)?;
     // real programs' traces, recorded on first use
     crate::real::prepare(&mut s.threads)
-        .with_context(|| format!("in scenario file '{}'", path.display()))?;
+        .within(|| format!("in scenario file '{}'", path.display()))?;
     for m in &mut s.mixes {
         crate::real::prepare(&mut m.threads)
-            .with_context(|| format!("in mix '{}' of '{}'", m.label, path.display()))?;
+            .within(|| format!("in mix '{}' of '{}'", m.label, path.display()))?;
     }
     Ok(s)
 }
@@ -142,16 +147,16 @@ mod tests {
             .iter()
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         {
-            let sc = parse(path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            let sc = parse(path).unwrap_or_else(|e| panic!("{}: {}", path.display(), chain(&e)));
             // its quick version is valid too
             crate::papers::validate(&sc.reduced())
-                .unwrap_or_else(|e| panic!("{} (quick): {e:#}", path.display()));
+                .unwrap_or_else(|e| panic!("{} (quick): {}", path.display(), chain(&e)));
             // real programs need their recorded traces to build runs
             for (_, sub) in sc.per_mix() {
                 if sub.threads.iter().all(|g| g.real.is_none()) {
                     let jobs = sub
                         .jobs()
-                        .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                        .unwrap_or_else(|e| panic!("{}: {}", path.display(), chain(&e)));
                     assert!(!jobs.is_empty(), "{}", path.display());
                 }
             }
@@ -172,7 +177,7 @@ mod tests {
         assert!(jobs.iter().all(|j| j.cfg.stop_after_quanta == Some(q)));
         let mut bad = sc.clone();
         bad.metrics.push("context_switches".into());
-        let e = format!("{:#}", crate::papers::validate(&bad).unwrap_err());
+        let e = chain(&crate::papers::validate(&bad).unwrap_err());
         assert!(
             e.contains("context_switches") && e.contains("context_switches_per_s"),
             "{e}"

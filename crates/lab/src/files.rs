@@ -7,7 +7,7 @@
 //! name, a mix label, a variant) are checked by [`component`] to be single path
 //! components, so that no name writes outside its directory.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{invalid, Error, Result, ResultExt};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -22,8 +22,7 @@ pub fn write_file(path: &Path, text: &str) -> Result<()> {
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(d) => {
-            std::fs::create_dir_all(d)
-                .with_context(|| format!("cannot create directory '{}'", d.display()))?;
+            std::fs::create_dir_all(d).map_err(Error::io("cannot create directory", d))?;
             d.to_path_buf()
         }
         None => PathBuf::from("."),
@@ -33,11 +32,8 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     let res = f
         .write_all(bytes)
         .and_then(|()| f.sync_data())
-        .with_context(|| format!("cannot write '{}'", path.display()))
-        .and_then(|()| {
-            std::fs::rename(&tmp, path)
-                .with_context(|| format!("cannot write '{}'", path.display()))
-        });
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(Error::io("cannot write", path));
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -62,25 +58,25 @@ fn temporary(dir: &Path, path: &Path) -> Result<(std::fs::File, PathBuf)> {
         {
             Ok(f) => return Ok((f, tmp)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("cannot write '{}'", path.display())),
+            Err(e) => return Err(Error::io("cannot write", path)(e)),
         }
     }
-    bail!(
-        "cannot write '{}': no free temporary name beside it",
-        path.display()
-    )
+    // every name tried was taken
+    Err(Error::io("cannot write", path)(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "no free temporary name beside it",
+    )))
 }
 
 /// Creates directory `dir` if missing and checks that a file can be written in it, so
 /// that a run never ends unable to write its results.
 pub fn check_writable_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| {
-        format!(
-            "cannot create the output directory '{}'; give another --out",
-            dir.display()
-        )
-    })?;
-    let (_, tmp) = temporary(dir, &dir.join("probe")).with_context(|| {
+    std::fs::create_dir_all(dir).map_err(Error::io_hint(
+        "cannot create the output directory",
+        dir,
+        "; give another --out",
+    ))?;
+    let (_, tmp) = temporary(dir, &dir.join("probe")).within(|| {
         format!(
             "cannot write in the output directory '{}'; give another --out",
             dir.display()
@@ -107,10 +103,10 @@ pub fn component<'a>(name: &'a str, what: &str) -> Result<&'a str> {
         None
     };
     match why {
-        Some(why) => bail!(
+        Some(why) => Err(invalid!(
             "{what} '{}' cannot be a file name: {why}; it names files inside the output directory, so give a plain name",
             name.escape_debug()
-        ),
+        )),
         None => Ok(name),
     }
 }

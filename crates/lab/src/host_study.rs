@@ -16,10 +16,10 @@
 //! current run (whose `cachesched run` restores what it changed); the runs finished so
 //! far stay in `runs.jsonl`.
 
+use crate::error::{Error, Result, ResultExt};
 use crate::files::write_file;
 use crate::interrupt::interrupt_flag;
 use crate::stats::over_seeds;
-use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -130,13 +130,16 @@ impl Meta {
     ) -> Result<Meta> {
         let path = s.out.join("study.json");
         if s.from_runs {
-            let text = std::fs::read_to_string(&path).with_context(|| {
-                format!(
-                    "cannot read {} (--from-runs needs a previous study in --out)",
-                    path.display()
-                )
-            })?;
-            return serde_json::from_str(&text).with_context(|| format!("in {}", path.display()));
+            let text = std::fs::read_to_string(&path).map_err(Error::io_hint(
+                "cannot read",
+                &path,
+                " (--from-runs needs a previous study in --out)",
+            ))?;
+            return serde_json::from_str(&text).map_err(|source| Error::ParseStudy {
+                path: path.clone(),
+                line: None,
+                source,
+            });
         }
         let meta = Meta {
             command: s.command.clone(),
@@ -144,8 +147,7 @@ impl Meta {
             ms,
             solo_ms,
         };
-        std::fs::create_dir_all(&s.out)
-            .with_context(|| format!("cannot create {}", s.out.display()))?;
+        std::fs::create_dir_all(&s.out).map_err(Error::io("cannot create", &s.out))?;
         write_file(&path, &serde_json::to_string_pretty(&meta)?)?;
         Ok(meta)
     }
@@ -175,9 +177,10 @@ pub(crate) fn run_load(
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let cmdline = format!("{cmd:?}");
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {cmdline}"))?;
+    let mut child = cmd.spawn().map_err(|source| Error::Spawn {
+        what: format!("cannot start {cmdline}"),
+        source,
+    })?;
     let stop = interrupt_flag();
     let stdout = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || {
@@ -187,7 +190,10 @@ pub(crate) fn run_load(
             .collect::<Vec<String>>()
     });
     let status = loop {
-        if let Some(s) = child.try_wait()? {
+        if let Some(s) = child
+            .try_wait()
+            .map_err(Error::io("cannot wait for", exe))?
+        {
             break s;
         }
         if stop.load(Ordering::SeqCst) {
@@ -205,18 +211,24 @@ pub(crate) fn run_load(
             use std::io::Read as _;
             let _ = e.read_to_string(&mut err);
         }
-        bail!(
+        return Err(Error::Tool(format!(
             "{cmdline} failed ({status}): {}",
             err.lines().last().unwrap_or("no message")
-        );
+        )));
     }
     let threads: Vec<ThreadRun> = lines
         .iter()
         .filter(|l| l.starts_with("{\"pid\""))
-        .map(|l| serde_json::from_str(l).context("a burn report line"))
+        .map(|l| {
+            serde_json::from_str(l).map_err(|e| {
+                Error::Tool(format!(
+                    "{cmdline} wrote a report line that is not JSON: {e}"
+                ))
+            })
+        })
         .collect::<Result<_>>()?;
     if threads.is_empty() {
-        bail!("{cmdline} reported no threads");
+        return Err(Error::Tool(format!("{cmdline} reported no threads")));
     }
     Ok(Some(threads))
 }
@@ -232,10 +244,9 @@ pub(crate) fn run_all(
     args: &dyn Fn(u64) -> Vec<String>,
 ) -> Result<Option<Vec<Record>>> {
     let out = &s.out;
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::create_dir_all(out).map_err(Error::io("cannot create", out))?;
     let path = out.join("runs.jsonl");
-    let mut file =
-        std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut file = std::fs::File::create(&path).map_err(Error::io("cannot write", &path))?;
     let mut rng = SimRng::new(s.seed);
     let total = s.repeats * sizes.len() * conds.len();
     let mut records = Vec::new();
@@ -264,7 +275,8 @@ pub(crate) fn run_all(
                 condition: conds[ci].label.clone(),
                 threads,
             };
-            writeln!(file, "{}", serde_json::to_string(&r)?)?;
+            writeln!(file, "{}", serde_json::to_string(&r)?)
+                .map_err(Error::io("cannot write", &path))?;
             records.push(r);
             let done = records.len();
             let left = t0.elapsed().as_secs_f64() / done as f64 * (total - done) as f64;
@@ -295,15 +307,21 @@ pub(crate) fn repeats_of(records: &[Record]) -> usize {
 /// The records of a previous study in `out`.
 pub(crate) fn load_runs(out: &Path) -> Result<Vec<Record>> {
     let path = out.join("runs.jsonl");
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "cannot read {} (--from-runs needs a previous study in --out)",
-            path.display()
-        )
-    })?;
+    let text = std::fs::read_to_string(&path).map_err(Error::io_hint(
+        "cannot read",
+        &path,
+        " (--from-runs needs a previous study in --out)",
+    ))?;
     text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).with_context(|| format!("a line of {}", path.display())))
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| Error::ParseStudy {
+                path: path.clone(),
+                line: Some(i + 1),
+                source,
+            })
+        })
         .collect()
 }
 
@@ -408,10 +426,13 @@ pub(crate) fn finish(study: &str, s: &Settings, report: &Report) -> Result<Outco
     )?;
     println!("wrote {}", out.join("report.md").display());
     if let Some(doc) = &s.docs {
-        let text = std::fs::read_to_string(doc)
-            .with_context(|| format!("cannot read '{}' (--docs)", doc.display()))?;
+        let text = std::fs::read_to_string(doc).map_err(Error::io_hint(
+            "cannot read",
+            doc,
+            " (--docs)",
+        ))?;
         let text = crate::docs_block::replace(&text, &format!("study {study}"), &report.md)
-            .with_context(|| format!("in '{}' (--docs)", doc.display()))?;
+            .within(|| format!("in '{}' (--docs)", doc.display()))?;
         write_file(doc, &text)?;
         println!("updated {}", doc.display());
     }

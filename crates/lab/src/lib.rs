@@ -13,10 +13,13 @@
 //! Beside the simulated reproductions, two papers have a study on the real host, by
 //! time with real processes ([`host_study`]; `papers::affinity::host`,
 //! `papers::timeslice::host`).
+//!
+//! Every fallible function returns [`Result`], whose [`Error`] says what failed.
 
 pub mod caches;
 pub mod checks;
 pub mod docs_block;
+pub mod error;
 pub mod experiment;
 pub mod files;
 pub mod host_study;
@@ -36,6 +39,8 @@ pub mod seeds;
 pub mod stats;
 pub mod svg;
 pub mod traces;
+
+pub use error::{Error, Result};
 
 #[cfg(test)]
 mod fuzz;

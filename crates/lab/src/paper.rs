@@ -2,8 +2,8 @@
 //! [`crate::papers`] implements, and [`AcrossFiles`] for a comparison across a paper's
 //! scenario files.
 
+use crate::error::Result;
 use crate::scenario::{Job, MixRuns, PaperValue, Scenario};
-use anyhow::Result;
 use cachesched_sim::RunResult;
 use std::path::Path;
 

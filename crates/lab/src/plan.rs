@@ -10,8 +10,8 @@
 //! same configuration with other seeds that the run cache holds, or at its whole
 //! duration (an upper bound, said) when it holds none.
 
+use crate::error::{Error, Result, ResultExt};
 use crate::scenario::Planned;
-use anyhow::{Context, Result};
 use cachesched_sim::SimConfig;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
@@ -219,7 +219,7 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
         );
     }
     for (m, cfg) in &probes {
-        let r = calibrate(cfg).with_context(|| format!("calibrating {m}"))?;
+        let r = calibrate(cfg).within(|| format!("calibrating {m}"))?;
         println!("  {m}: {r:.0} worker-s per simulated s");
         rate.insert(m.clone(), r);
     }
@@ -329,8 +329,7 @@ pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, us
         } else if let Some(r) = crate::caches::runs::read_entry_of_old_build(&old) {
             // stored again under the new key (an entry holds its key), then the old removed
             crate::caches::runs::store(new, &r)?;
-            std::fs::remove_file(&old)
-                .with_context(|| format!("cannot remove '{}'", old.display()))?;
+            std::fs::remove_file(&old).map_err(Error::io("cannot remove", &old))?;
             moved += 1;
         } else {
             absent += 1;

@@ -2,7 +2,7 @@
 //! hold a value out of range after the file was read (the TOML parser gives positions
 //! for the errors it finds itself), and of the first byte that is not UTF-8.
 
-use anyhow::{anyhow, Error};
+use crate::error::{invalid, Error};
 use std::path::Path;
 
 /// Line and column (1-based) of byte `at` in `text`.
@@ -23,7 +23,7 @@ pub fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String, Error> {
         let good = e.utf8_error().valid_up_to();
         let text = std::str::from_utf8(&e.as_bytes()[..good]).expect("valid up to here");
         let (line, col) = line_col(text, good);
-        anyhow!(
+        invalid!(
             "'{}' is not UTF-8 text: line {line}, column {col} (byte {good}) holds a byte \
              that is not; save it as UTF-8",
             path.display()

@@ -9,8 +9,8 @@
 //! reusing a stale trace; beside each trace a `.json` file says what was recorded,
 //! from which package version, how long it took and how large it is.
 
+use crate::error::{invalid, Error, Result, ResultExt};
 use crate::traces::{record_window, Window};
-use anyhow::{bail, Context, Result};
 use cachesched_core::SimRng;
 use cachesched_sim::ThreadGroup;
 use serde::Serialize;
@@ -215,9 +215,9 @@ pub const SUITE: &[Program] = &[
 
 /// The program named `name`.
 pub fn program(name: &str) -> Result<&'static Program> {
-    SUITE.iter().find(|p| p.name == name).with_context(|| {
+    SUITE.iter().find(|p| p.name == name).ok_or_else(|| {
         let names: Vec<&str> = SUITE.iter().map(|p| p.name).collect();
-        format!(
+        invalid!(
             "unknown real program '{name}': the suite has {} (`cachesched real list`)",
             names.join(", ")
         )
@@ -267,8 +267,12 @@ impl Program {
 fn resolve(args: &[&str], dir: &Path, package: &str) -> Result<Vec<String>> {
     let d = dir.to_string_lossy();
     let mut cmd: Vec<String> = args.iter().map(|a| a.replace("{dir}", &d)).collect();
-    cmd[0] = find_program(&cmd[0])
-        .with_context(|| format!("'{}' is not installed: apt-get install {package}", cmd[0]))?;
+    cmd[0] = find_program(&cmd[0]).ok_or_else(|| {
+        Error::Tool(format!(
+            "'{}' is not installed: apt-get install {package}",
+            cmd[0]
+        ))
+    })?;
     Ok(cmd)
 }
 
@@ -347,17 +351,16 @@ fn write_text(path: &Path, size: usize) -> Result<()> {
         }
     }
     out.push(b'\n');
-    std::fs::write(path, out).with_context(|| format!("cannot write '{}'", path.display()))
+    std::fs::write(path, out).map_err(Error::io("cannot write", path))
 }
 
 /// Writes the inputs into `dir` (if missing or different).
 fn write_inputs(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the trace cache '{}'", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(Error::io("cannot create the trace cache", dir))?;
     for (name, text) in FILES {
         let p = dir.join(name);
         if std::fs::read_to_string(&p).ok().as_deref() != Some(*text) {
-            std::fs::write(&p, text).with_context(|| format!("cannot write '{}'", p.display()))?;
+            std::fs::write(&p, text).map_err(Error::io("cannot write", &p))?;
         }
     }
     let text = dir.join(TEXT.0);
@@ -367,7 +370,7 @@ fn write_inputs(dir: &Path) -> Result<()> {
     {
         write_text(&text, TEXT.1)?;
         std::fs::write(&stamp, TEXT_GENERATOR_VERSION)
-            .with_context(|| format!("cannot write '{}'", stamp.display()))?;
+            .map_err(Error::io("cannot write", &stamp))?;
     }
     Ok(())
 }
@@ -380,14 +383,17 @@ fn run_setup(p: &Program, setup: &[&str], made: &Path, dir: &Path) -> Result<()>
         .args(&args[1..])
         .stdin(std::process::Stdio::null())
         .output()
-        .with_context(|| format!("cannot run the setup of real:{}", p.name))?;
+        .map_err(|source| Error::Spawn {
+            what: format!("cannot run the setup of real:{}", p.name),
+            source,
+        })?;
     if !out.status.success() {
-        bail!(
+        return Err(Error::Tool(format!(
             "the setup of real:{} ({}) failed: {}",
             p.name,
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     Ok(())
 }
@@ -438,9 +444,9 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
     );
     let t0 = Instant::now();
     let rec = record_window(&cmd, p.env, &tmp, p.window)
-        .with_context(|| format!("recording real:{} failed", p.name))?;
+        .within(|| format!("recording real:{} failed", p.name))?;
     let secs = t0.elapsed().as_secs_f64();
-    std::fs::rename(&tmp, &out).with_context(|| format!("cannot write '{}'", out.display()))?;
+    std::fs::rename(&tmp, &out).map_err(Error::io("cannot write", &out))?;
     let meta = Recorded {
         program: p.name,
         package: p.package,
@@ -455,7 +461,7 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
     };
     let json = serde_json::to_string_pretty(&meta)?;
     std::fs::write(out.with_extension("json"), json + "\n")
-        .with_context(|| format!("cannot write metadata beside '{}'", out.display()))?;
+        .map_err(Error::io("cannot write metadata beside", &out))?;
     eprintln!(
         "recorded real:{}: {} instructions, {} events, {:.1} MB, {:.1} s",
         p.name,

@@ -9,6 +9,7 @@
 //! width zero), at every sweep point or the ones listed.
 
 use crate::checks::checks;
+use crate::error::{invalid, Error, Result, ResultExt};
 use crate::files::write_file;
 use crate::metrics::METRICS;
 use crate::metrics::SOLO_METRICS;
@@ -16,7 +17,6 @@ use crate::metrics::{metric, metric_label};
 use crate::scenario::{Job, PaperValue, Scenario};
 use crate::stats::{over_seeds, paired_change, plain, verdict};
 use crate::svg::{line_chart, Series, XAxis};
-use anyhow::{bail, Context, Result};
 use cachesched_sim::RunResult;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -49,28 +49,28 @@ pub fn load_results(
     out: &std::path::Path,
 ) -> Result<(Vec<Job>, Vec<RunResult>)> {
     let resolved = out.join("scenario.resolved.toml");
-    let saved = std::fs::read_to_string(&resolved).with_context(|| {
-        format!(
-            "no results to rebuild from in '{}' (cannot read '{}'): run without --from-results first",
-            out.display(),
-            resolved.display()
-        )
+    let saved = std::fs::read_to_string(&resolved).map_err(|source| Error::NoResults {
+        dir: out.to_path_buf(),
+        file: resolved.clone(),
+        source,
     })?;
     if saved != toml::to_string(sc)? {
-        bail!(
+        return Err(invalid!(
             "the results in '{}' were made from a different scenario than '{}' resolves to now \
              (the file or the command-line overrides changed since, or --quick differs; compare \
              with '{}'): rerun it without --from-results",
             out.display(),
             sc.name,
             resolved.display()
-        );
+        ));
     }
     let path = out.join("results.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read '{}'", path.display()))?;
-    let rows: Vec<OwnedRow> = serde_json::from_str(&text)
-        .with_context(|| format!("'{}' is not a results file of this version", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(Error::io("cannot read", &path))?;
+    let rows: Vec<OwnedRow> =
+        serde_json::from_str(&text).map_err(|source| Error::ParseResults {
+            path: path.clone(),
+            source,
+        })?;
     // each row is one of the jobs, in the jobs' order (seeds added one at a time leave
     // some out)
     let mut found = std::collections::HashMap::new();
@@ -82,30 +82,30 @@ pub fn load_results(
                 && row.llc_kb == j.llc_kb
                 && row.seed == j.seed
         }) else {
-            bail!(
+            return Err(invalid!(
                 "'{}' does not list the scenario's runs in its order (found {} / {:?} KiB / \
                  seed {}): rerun it without --from-results",
                 path.display(),
                 row.variant,
                 row.llc_kb,
                 row.seed
-            );
+            ));
         };
         found.insert(i, row.result);
         next = i + 1;
     }
     let keep = if sc.sequential() {
         crate::seeds::check_loaded(sc, &jobs, &found)
-            .with_context(|| format!("in '{}': rerun it without --from-results", path.display()))?
+            .within(|| format!("in '{}': rerun it without --from-results", path.display()))?
     } else if found.len() == jobs.len() {
         (0..jobs.len()).collect()
     } else {
-        bail!(
+        return Err(invalid!(
             "'{}' has {} runs where the scenario has {}: rerun it without --from-results",
             path.display(),
             found.len(),
             jobs.len()
-        );
+        ));
     };
     let mut runs = Vec::with_capacity(keep.len());
     let mut kept = Vec::with_capacity(keep.len());

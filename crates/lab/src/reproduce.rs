@@ -8,10 +8,10 @@
 
 use crate::checks::checks;
 use crate::docs_block;
+use crate::error::{chain, invalid, Error, Result, ResultExt};
 use crate::experiment::{load, run_scenario};
 use crate::files::write_file;
 use crate::scenario::{Job, Scenario};
-use anyhow::{bail, Context, Result};
 use cachesched_sim::RunResult;
 use std::path::{Path, PathBuf};
 
@@ -76,36 +76,41 @@ impl Options {
 /// least one, sorted by name.
 pub fn papers_in(experiments: &Path) -> Result<Vec<String>> {
     let mut papers: Vec<String> = std::fs::read_dir(experiments)
-                .with_context(|| {
-                    format!(
-                        "cannot read the scenario directory '{}' (run from the repository's root or pass --experiments)",
-                        experiments.display()
-                    )
-                })?
-                .filter_map(|e| e.ok())
-                .filter(|e| e.path().is_dir())
-                .filter_map(|e| e.file_name().to_str().map(String::from))
-                .filter(|p| !scenario_files(&experiments.join(p)).unwrap_or_default().is_empty())
-                .collect();
+        .map_err(Error::io_hint(
+            "cannot read the scenario directory",
+            experiments,
+            SCENARIO_DIR_HINT,
+        ))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|p| {
+            !scenario_files(&experiments.join(p))
+                .unwrap_or_default()
+                .is_empty()
+        })
+        .collect();
     papers.sort();
     if papers.is_empty() {
-        bail!(
+        return Err(invalid!(
             "no paper directories with scenario files under '{}'",
             experiments.display()
-        );
+        ));
     }
     Ok(papers)
 }
 
+/// What to do when the scenario directory cannot be read.
+const SCENARIO_DIR_HINT: &str = " (run from the repository's root or pass --experiments)";
+
 /// The scenario files of one paper's directory, sorted by name.
 pub fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| {
-            format!(
-                "cannot read the scenario directory '{}' (run from the repository's root or pass --experiments)",
-                dir.display()
-            )
-        })?
+        .map_err(Error::io_hint(
+            "cannot read the scenario directory",
+            dir,
+            SCENARIO_DIR_HINT,
+        ))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
@@ -151,7 +156,7 @@ fn prepare(f: &Path, a: &Options) -> Result<(Scenario, Vec<crate::scenario::Plan
             over.join(", ")
         );
     }
-    crate::papers::validate(&sc).with_context(|| format!("in scenario file '{}'", f.display()))?;
+    crate::papers::validate(&sc).within(|| format!("in scenario file '{}'", f.display()))?;
     let planned = crate::experiment::plan_file(&sc, f)?;
     Ok((sc, planned))
 }
@@ -177,12 +182,12 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
                 Ok((sc, planned)) => scs.push((stem.to_string(), sc, planned)),
                 // a plan names what it cannot cost (e.g. a program whose trace cannot
                 // be recorded here) and goes on with the rest
-                Err(e) if a.plan => println!("{paper}/{stem}: not in the plan: {e:#}"),
+                Err(e) if a.plan => println!("{paper}/{stem}: not in the plan: {}", chain(&e)),
                 Err(e) => return Err(e),
             }
         }
         if scs.is_empty() {
-            bail!(
+            return Err(invalid!(
                 "no scenario files to run in '{}'{}",
                 a.experiments.join(paper).display(),
                 if a.only.is_empty() {
@@ -190,7 +195,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
                 } else {
                     " (check --only)"
                 }
-            );
+            ));
         }
         let across = crate::papers::find(paper).is_some_and(|p| {
             p.across_files(&scs.iter().map(|s| &s.1).collect::<Vec<_>>())
@@ -200,25 +205,28 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
     }
     // documents to update must have every block, before hours of runs
     if a.docs.is_some() && a.reduced() && !a.docs_from_reduced {
-        bail!(
+        return Err(invalid!(
             "--docs with a reduced or overridden run (--quick, --seeds, --duration-ms, \
              --warmup-ms or --l2-kb) would replace the documents' full reproduction with it: \
              leave out --docs (the reports in --out say everything), or add \
              --docs-from-reduced to write them all the same"
-        );
+        ));
     }
     if let Some(docs) = &a.docs {
         for (paper, scs, across) in &plan {
             let doc = docs.join(format!("{paper}.md"));
-            let text = std::fs::read_to_string(&doc)
-                .with_context(|| format!("cannot read '{}' (--docs)", doc.display()))?;
+            let text = std::fs::read_to_string(&doc).map_err(Error::io_hint(
+                "cannot read",
+                &doc,
+                " (--docs)",
+            ))?;
             for (stem, _, _) in scs {
                 docs_block::find(&text, &format!("reproduce {paper}/{stem}"))
-                    .with_context(|| format!("in '{}'", doc.display()))?;
+                    .within(|| format!("in '{}'", doc.display()))?;
             }
             if *across {
                 docs_block::find(&text, &format!("reproduce {paper}/{ACROSS}"))
-                    .with_context(|| format!("in '{}'", doc.display()))?;
+                    .within(|| format!("in '{}'", doc.display()))?;
             }
         }
     }
@@ -234,8 +242,8 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
             let hash = u64::from_str_radix(h, 16)
                 .ok()
                 .filter(|_| h.len() == 16)
-                .with_context(|| {
-                    format!("--rekey-from takes a source hash of 16 hex digits, not '{h}'")
+                .ok_or_else(|| {
+                    invalid!("--rekey-from takes a source hash of 16 hex digits, not '{h}'")
                 })?;
             let all: Vec<&crate::scenario::Planned> =
                 files.iter().flat_map(|(_, p)| p.iter()).collect();
@@ -353,8 +361,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
         write_report(&dir.join("paper-vs-measured.md"), &md)?;
         if let Some(docs) = &a.docs {
             let doc = docs.join(format!("{paper}.md"));
-            let mut text = std::fs::read_to_string(&doc)
-                .with_context(|| format!("cannot read '{}'", doc.display()))?;
+            let mut text = std::fs::read_to_string(&doc).map_err(Error::io("cannot read", &doc))?;
             for (stem, sec) in &sections {
                 text = docs_block::replace(&text, &format!("reproduce {paper}/{stem}"), sec)?;
             }

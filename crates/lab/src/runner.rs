@@ -2,9 +2,9 @@
 //! cache when it holds it and stored there when it finishes; solo reference runs; the
 //! progress line; `--jobs`.
 
+use crate::error::{chain, Result, ResultExt};
 use crate::interrupt::interrupt_flag;
 use crate::scenario::{Job, Planned, Scenario};
-use anyhow::{Context, Result};
 use cachesched_sim::{RunResult, SimConfig, SimError, Simulation};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -88,7 +88,9 @@ pub fn cached_or_run(
     let warned = std::sync::Once::new();
     let keep = |m: usize, r: &RunResult| {
         if let Err(e) = crate::caches::runs::store(keys[missing[m]], r) {
-            warned.call_once(|| eprintln!("warning: runs are not kept in the run cache: {e:#}"));
+            warned.call_once(|| {
+                eprintln!("warning: runs are not kept in the run cache: {}", chain(&e))
+            });
         }
     };
     if !to_run.is_empty() {
@@ -122,7 +124,7 @@ pub fn fill_run_cache(planned: &[Planned], jobs: Option<usize>) -> Result<Option
         return Ok(Some(()));
     }
     if let Err(e) = crate::caches::runs::check_writable() {
-        eprintln!("warning: the mixes run one after the other: {e:#}");
+        eprintln!("warning: the mixes run one after the other: {}", chain(&e));
         return Ok(Some(()));
     }
     let all: Vec<(&Planned, &Job)> = planned
@@ -261,7 +263,7 @@ pub fn run_configs(
     {
         let r = r
             .expect("every job ran")
-            .with_context(|| format!("{} failed", label(i)))?;
+            .within(|| format!("{} failed", label(i)))?;
         runs.push(r);
     }
     Ok(Some(runs))

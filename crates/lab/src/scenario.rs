@@ -6,8 +6,8 @@
 //! [`Scenario::validate`] checks the file's own fields; the papers' checks of their
 //! values and `analyses` names are [`crate::papers::validate`]'s.
 
+use crate::error::{invalid, Error, Result, ResultExt};
 use crate::metrics::{METRICS, SOLO_METRICS, WINDOW_COUNTS};
-use anyhow::{bail, Context, Result};
 use cachesched_policies::PolicySpec;
 use cachesched_sim::{
     Baseline, KernelConfig, MachineSpec, RunResult, SimConfig, Simulation, ThreadGroup,
@@ -287,19 +287,21 @@ impl Scenario {
     /// several mixes and of `analyses` are [`crate::papers::validate`]'s).
     pub fn validate(&self) -> Result<()> {
         if self.variants.is_empty() || self.seeds.is_empty() {
-            bail!("a scenario needs at least one variant and one seed");
+            return Err(invalid!(
+                "a scenario needs at least one variant and one seed"
+            ));
         }
         if let Some(k) = self.min_seeds {
             let n = self.seeds.len();
             if k > n || k < 2.min(n) {
-                bail!(
+                return Err(invalid!(
                     "min_seeds = {k}: give from {} to the number of seeds, {n}",
                     2.min(n)
-                );
+                ));
             }
         }
         if self.threads.is_empty() == self.mixes.is_empty() {
-            bail!("a scenario gives its threads either as `threads` or as `mixes`, exactly one of them");
+            return Err(invalid!("a scenario gives its threads either as `threads` or as `mixes`, exactly one of them"));
         }
         if self.stop_after_quanta.is_some() {
             if let Some(m) = self
@@ -307,11 +309,11 @@ impl Scenario {
                 .iter()
                 .find(|m| WINDOW_COUNTS.contains(&m.as_str()))
             {
-                bail!(
+                return Err(invalid!(
                     "metric '{m}' counts events over the measured window, whose length \
                      stop_after_quanta makes differ between variants: use a rate \
                      (context_switches_per_s) or drop stop_after_quanta"
-                );
+                ));
             }
         }
         let mut mixes: Vec<&str> = self.mixes.iter().map(|m| m.label.as_str()).collect();
@@ -323,10 +325,10 @@ impl Scenario {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         }) {
-            bail!(
+            return Err(invalid!(
                 "mix '{}': a mix needs threads and a label of letters, digits, '-', '_' or '.'",
                 m.label
-            );
+            ));
         }
         for m in &self.mixes {
             crate::files::component(&m.label, "mix label")?;
@@ -334,32 +336,35 @@ impl Scenario {
         mixes.sort();
         mixes.dedup();
         if mixes.len() != self.mixes.len() {
-            bail!("mix labels must be unique");
+            return Err(invalid!("mix labels must be unique"));
         }
         for m in &self.metrics {
             if !METRICS.iter().any(|(n, _, _)| n == m) {
                 let known: Vec<&str> = METRICS.iter().map(|(n, _, _)| *n).collect();
-                bail!("unknown metric '{m}'; known metrics: {}", known.join(", "));
+                return Err(invalid!(
+                    "unknown metric '{m}'; known metrics: {}",
+                    known.join(", ")
+                ));
             }
         }
         let mut labels: Vec<&str> = self.variants.iter().map(|v| v.label.as_str()).collect();
         labels.sort();
         labels.dedup();
         if labels.len() != self.variants.len() {
-            bail!("variant labels must be unique");
+            return Err(invalid!("variant labels must be unique"));
         }
         for v in &self.variants {
             if v.pin.is_none() && !v.pin_labels.is_empty() {
-                bail!("variant '{}': pin_labels without pin", v.label);
+                return Err(invalid!("variant '{}': pin_labels without pin", v.label));
             }
             if v.cfs_online_cpus.is_some()
                 && v.baseline.unwrap_or(self.kernel.baseline) != Baseline::Cfs
             {
-                bail!(
+                return Err(invalid!(
                     "variant '{}': cfs_online_cpus scales the CFS baseline's tunables, but \
                      the variant's baseline is not CFS: remove it or set baseline = \"cfs\"",
                     v.label
-                );
+                ));
             }
             // every thread set the variant can run on: the scenario's or each mix's
             let sets: Vec<&Vec<ThreadGroup>> = match &v.threads {
@@ -373,52 +378,56 @@ impl Scenario {
                     .iter()
                     .all(|s| s.iter().chain(&v.add_threads).any(named))
                 {
-                    bail!(
+                    return Err(invalid!(
                         "variant '{}': pin_labels names '{l}', which is not the label of a \
                          thread group in every mix it runs on",
                         v.label
-                    );
+                    ));
                 }
             }
         }
         if self.sweep.as_ref().is_some_and(|s| s.llc_kb.is_empty()) {
-            bail!("sweep.llc_kb is empty");
+            return Err(invalid!("sweep.llc_kb is empty"));
         }
         // values over several mixes are their paper's to check (crate::papers::validate)
         if self.mixes.is_empty() {
             for pv in &self.paper {
-                pv.validate(self).map_err(anyhow::Error::msg)?;
+                pv.validate(self).map_err(Error::Invalid)?;
             }
         }
         for (i, r) in self.references.iter().enumerate() {
             if !self.analyses.iter().any(|a| a == "timeslice") {
-                bail!(
+                return Err(invalid!(
                     "references name '{r}', but only the timeslice analysis uses them: add \
                      \"timeslice\" to analyses or remove references"
-                );
+                ));
             }
             if r == "cfs" {
-                bail!("references name 'cfs', which is always the baseline: remove it");
+                return Err(invalid!(
+                    "references name 'cfs', which is always the baseline: remove it"
+                ));
             }
             if !self.variants.iter().any(|v| &v.label == r) {
                 let labels: Vec<&str> = self.variants.iter().map(|v| v.label.as_str()).collect();
-                bail!(
+                return Err(invalid!(
                     "references name '{r}', which is not a variant's label; the variants: {}",
                     labels.join(", ")
-                );
+                ));
             }
             if self.references[..i].contains(r) {
-                bail!("references name '{r}' twice: name each once");
+                return Err(invalid!("references name '{r}' twice: name each once"));
             }
         }
         if let Some(q) = &self.quick {
             if q.seeds.as_ref().is_some_and(|s| s.is_empty()) {
-                bail!("quick.seeds is empty");
+                return Err(invalid!("quick.seeds is empty"));
             }
             if let Some(ks) = &q.llc_kb {
                 let sweep: &[u64] = self.sweep.as_ref().map_or(&[], |s| &s.llc_kb);
                 if let Some(k) = ks.iter().find(|k| !sweep.contains(k)) {
-                    bail!("quick.llc_kb: {k} KiB is not a point of the sweep");
+                    return Err(invalid!(
+                        "quick.llc_kb: {k} KiB is not a point of the sweep"
+                    ));
                 }
             }
         }
@@ -545,7 +554,7 @@ impl Scenario {
             .into_iter()
             .map(|(mix, sc)| {
                 let jobs = match &mix {
-                    Some(m) => sc.jobs().with_context(|| format!("in mix '{m}'"))?,
+                    Some(m) => sc.jobs().within(|| format!("in mix '{m}'"))?,
                     None => sc.jobs()?,
                 };
                 Ok(Planned { mix, sc, jobs })
@@ -566,11 +575,11 @@ impl Scenario {
         }
         if let Some(n) = v.cfs_online_cpus {
             if (n as usize) < cpus {
-                bail!(
+                return Err(invalid!(
                     "variant '{}': cfs_online_cpus = {n} is fewer than the machine's {cpus} \
                      CPUs, which are all online: give {cpus} or more",
                     v.label
-                );
+                ));
             }
             let (from, to) = (cfs_factor(cpus), cfs_factor(n as usize));
             kernel.cfs_latency_ms = rescaled(kernel.cfs_latency_ms, from, to);

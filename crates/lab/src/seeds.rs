@@ -18,8 +18,8 @@
 
 use crate::scenario::{Job, Planned, Scenario};
 
+use crate::error::{invalid, Result};
 use crate::stats::paired_change;
-use anyhow::{bail, Result};
 use cachesched_sim::RunResult;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -331,15 +331,15 @@ pub fn check_loaded(
 ) -> Result<Vec<usize>> {
     match rule(sc, jobs, &|i| found.get(&i).cloned()) {
         Ok(idx) if idx.len() == found.len() => Ok(idx),
-        Ok(idx) => bail!(
+        Ok(idx) => Err(invalid!(
             "the results hold {} runs where adding seeds by the rule chooses {} of them",
             found.len(),
             idx.len()
-        ),
-        Err(i) => bail!(
+        )),
+        Err(i) => Err(invalid!(
             "the rule adding seeds wants the run of {} that the results lack",
             crate::runner::run_label(sc, &jobs[i])
-        ),
+        )),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Program traces recorded with valgrind's lackey: a command's memory references
 //! streamed, or a window of its run written as a binary trace.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{Error, Result};
 use cachesched_sim::trace::replay::{LackeyReader, TraceEvent};
 use cachesched_sim::trace::TraceWriter;
 use std::io::{BufReader, BufWriter};
@@ -19,8 +19,10 @@ pub fn spawn_lackey(cmd: &[String], env: &[(&str, &str)]) -> Result<(Child, std:
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    cachesched_linux::process::spawn_with_fd3_pipe(&mut c)
-        .context("cannot run valgrind: install it (e.g. `apt-get install valgrind`)")
+    cachesched_linux::process::spawn_with_fd3_pipe(&mut c).map_err(|source| Error::Spawn {
+        what: "cannot run valgrind: install it (e.g. `apt-get install valgrind`)".into(),
+        source,
+    })
 }
 
 /// Streams the events of lackey running `cmd` (with `env` added to its environment)
@@ -44,10 +46,10 @@ pub fn trace_command(
     if !matches!(res, Ok(true)) {
         let _ = child.kill();
     }
-    let status = child.wait()?;
+    let status = child.wait().map_err(Error::TraceIo)?;
     let finished = res?;
     if finished && !status.success() {
-        bail!("traced command exited with {status}");
+        return Err(Error::Tool(format!("traced command exited with {status}")));
     }
     Ok(())
 }
@@ -102,9 +104,8 @@ fn record_into(
     out: &Path,
     window: Window,
 ) -> Result<Recording> {
-    let f =
-        std::fs::File::create(out).with_context(|| format!("cannot create '{}'", out.display()))?;
-    let mut w = TraceWriter::new(BufWriter::new(f))?;
+    let f = std::fs::File::create(out).map_err(Error::io("cannot create", out))?;
+    let mut w = TraceWriter::new(BufWriter::new(f)).map_err(Error::TraceIo)?;
     let end = window.skip.saturating_add(window.length);
     let mut instructions = 0u64;
     let stop = crate::interrupt::interrupt_flag();
@@ -115,29 +116,29 @@ fn record_into(
             if instructions.is_multiple_of(1 << 20)
                 && stop.load(std::sync::atomic::Ordering::Relaxed)
             {
-                bail!("interrupted after {instructions} instructions; nothing was kept");
+                return Err(Error::Interrupted { instructions });
             }
             if instructions > end {
                 return Ok(false);
             }
         }
         if instructions > window.skip {
-            w.write(e)?;
+            w.write(e).map_err(Error::TraceIo)?;
         }
         Ok(true)
     })?;
     if instructions <= window.skip {
-        bail!(
+        return Err(Error::Tool(format!(
             "'{}' ended after {instructions} instructions, before the {} to skip",
             cmd.join(" "),
             window.skip
-        );
+        )));
     }
     let rec = Recording {
         events: w.events,
         bytes: w.bytes,
         instructions: instructions.min(end) - window.skip,
     };
-    w.finish()?;
+    w.finish().map_err(Error::TraceIo)?;
     Ok(rec)
 }

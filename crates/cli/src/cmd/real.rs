@@ -77,7 +77,7 @@ pub fn run(c: RealCommand) -> Result<()> {
                 a.programs
                     .iter()
                     .map(|n| program(n))
-                    .collect::<Result<_>>()?
+                    .collect::<cachesched_lab::Result<_>>()?
             };
             for p in programs {
                 if !a.force && p.trace_path(&dir).exists() {

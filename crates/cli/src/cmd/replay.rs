@@ -157,7 +157,7 @@ pub fn record(a: &RecordArgs) -> Result<Recording> {
         skip: a.skip_instructions,
         length: a.instructions.unwrap_or(u64::MAX),
     };
-    record_window(&a.command, &[], &a.out, window)
+    Ok(record_window(&a.command, &[], &a.out, window)?)
 }
 
 /// Dispatches `cachesched trace …`.

@@ -191,12 +191,12 @@ pub fn run(c: ReproduceCommand) -> Result<i32> {
                 std::iter::once("cachesched reproduce".to_string()).chain(words),
             )
             .unwrap_or_else(|e| e.exit());
-            reproduce_papers(&[cmd.paper], &cmd.args.into())
+            Ok(reproduce_papers(&[cmd.paper], &cmd.args.into())?)
         }
         ReproduceCommand::All(a) => {
             let papers = papers_in(&a.experiments)?;
-            reproduce_papers(&papers, &a.into())
+            Ok(reproduce_papers(&papers, &a.into())?)
         }
-        ReproduceCommand::CascSensitivity(a) => sensitivity::run(a.into()),
+        ReproduceCommand::CascSensitivity(a) => Ok(sensitivity::run(a.into())?),
     }
 }

@@ -13,7 +13,7 @@
 pub mod runs;
 pub mod solo;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{invalid, Error, Result};
 use cachesched_core::hash::{fnv1a, fnv1a_from};
 use cachesched_sim::{SimConfig, MODEL_VERSION};
 use std::path::{Path, PathBuf};
@@ -35,7 +35,9 @@ pub fn user_cache_dir(var: &str, sub: &str) -> Result<PathBuf> {
     }
     match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
         Some(h) => Ok(PathBuf::from(h).join(".cache/cachesched").join(sub)),
-        None => bail!("no cache directory for {sub}: set {var} (or HOME)"),
+        None => Err(invalid!(
+            "no cache directory for {sub}: set {var} (or HOME)"
+        )),
     }
 }
 
@@ -79,8 +81,7 @@ pub fn entry_path(dir: &Path, k: u64) -> PathBuf {
 /// names the cache in errors): written whole, then renamed, so that a reader never
 /// sees half an entry.
 pub fn store_entry(dir: &Path, what: &str, k: u64, text: &str) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the {what} '{}'", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(Error::io(format!("cannot create the {what}"), dir))?;
     crate::files::write_file(&entry_path(dir, k), text)
 }
 

@@ -10,7 +10,7 @@
 //! keeps them. The directory can be copied to another machine (or kept in a repository) to
 //! carry a long reproduction across machines. Delete it to reclaim the space.
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use cachesched_sim::RunResult;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -28,13 +28,11 @@ pub fn check_writable() -> Result<()> {
     std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(&probe, b""))
         .and_then(|()| std::fs::remove_file(&probe))
-        .with_context(|| {
-            format!(
-                "runs cannot be kept in the run cache '{}' (make it writable, or set \
-                 CACHESCHED_RUNS to a writable directory)",
-                dir.display()
-            )
-        })
+        .map_err(Error::io_hint(
+            "runs cannot be kept in the run cache",
+            &dir,
+            " (make it writable, or set CACHESCHED_RUNS to a writable directory)",
+        ))
 }
 
 /// A stored run: its key, so that an entry under another key's name (copied, renamed)

@@ -11,7 +11,7 @@
 //! else `~/.cache/cachesched/solo`, keyed by a hash of the solo configuration and of
 //! this executable, so a rebuilt simulator never reuses a stale reference.
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use cachesched_sim::{RunResult, SimConfig, ThreadGroup};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -109,7 +109,10 @@ pub fn cached(keys: impl Iterator<Item = u64>) -> Result<BTreeMap<u64, f64>> {
 /// Stores the reference of the solo run `config` (key `k`), whose result is `r`, and
 /// returns its instructions per second.
 pub fn store(k: u64, config: &SimConfig, r: &RunResult) -> Result<f64> {
-    let t = r.threads.first().context("a solo run without its thread")?;
+    let t = r
+        .threads
+        .first()
+        .ok_or(Error::Internal("a solo run without its thread"))?;
     let ips = r.thread_ips(t);
     let e = Entry {
         ips,

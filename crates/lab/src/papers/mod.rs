@@ -14,9 +14,9 @@ pub mod casc;
 pub mod clustering;
 pub mod timeslice;
 
+use crate::error::{invalid, Error, Result};
 use crate::paper::Paper;
 use crate::scenario::{PaperValue, Scenario};
-use anyhow::{bail, Result};
 
 /// Every paper, in the order their sections appear in a report.
 pub static PAPERS: &[&dyn Paper] = &[
@@ -61,11 +61,14 @@ pub fn validate(sc: &Scenario) -> Result<()> {
     sc.validate()?;
     if !sc.mixes.is_empty() {
         for pv in &sc.paper {
-            validate_mixes_value(pv, sc).map_err(anyhow::Error::msg)?;
+            validate_mixes_value(pv, sc).map_err(Error::Invalid)?;
         }
     }
     if let Some(a) = sc.analyses.iter().find(|a| find(a).is_none()) {
-        bail!("unknown analysis '{a}'; known: {}", names().join(", "));
+        return Err(invalid!(
+            "unknown analysis '{a}'; known: {}",
+            names().join(", ")
+        ));
     }
     Ok(())
 }

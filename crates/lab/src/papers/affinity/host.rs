@@ -4,13 +4,13 @@
 //! `cachesched run --policy affinity:home=core`; work per second against bound, per
 //! working-set size. How runs are made and kept: [`crate::host_study`].
 
+use crate::error::Result;
 use crate::host_study::{
     self, finish, kib, over_repeats, paired, repeats_of, run_all, sizes_of, table, Condition, Meta,
     Outcome, Record, Report, Row, Settings,
 };
 use crate::stats::{plain, show};
 use crate::svg::{line_chart, Series, XAxis};
-use anyhow::Result;
 use std::fmt::Write as _;
 
 /// The study's own options.

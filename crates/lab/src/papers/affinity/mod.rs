@@ -28,12 +28,12 @@ use crate::scenario::MixRuns;
 
 use crate::scenario::Scenario;
 
+use crate::error::{invalid, Result};
 use crate::files::write_file;
 use crate::report::agreement;
 use crate::scenario::PaperValue;
 use crate::stats::{over_seeds, plain, show};
 use crate::svg::{bar_chart, Marks, Series};
-use anyhow::{bail, Result};
 use cachesched_core::num::ratio;
 use cachesched_sim::RunResult;
 use std::collections::BTreeMap;
@@ -93,10 +93,10 @@ pub fn pairs(sc: &Scenario) -> Result<Vec<(usize, usize)>> {
             .collect());
     }
     let (Some(h), hl2) = (at("high"), at("high+l2")) else {
-        bail!(
+        return Err(invalid!(
             "the affinity analysis compares with a variant labelled `bound` (§3) or `high` \
              (and `high+l2`, §2); this scenario has neither"
-        );
+        ));
     };
     let mut v = Vec::new();
     for (i, x) in sc.variants.iter().enumerate() {
@@ -105,7 +105,10 @@ pub fn pairs(sc: &Scenario) -> Result<Vec<(usize, usize)>> {
         }
         if x.label.ends_with("+l2") {
             let Some(hl2) = hl2 else {
-                bail!("variant '{}' needs a variant labelled `high+l2`", x.label);
+                return Err(invalid!(
+                    "variant '{}' needs a variant labelled `high+l2`",
+                    x.label
+                ));
             };
             v.push((i, hl2));
         } else {
@@ -243,7 +246,9 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
         let mut per = vec![BTreeMap::new(); nv];
         for (j, r) in jobs.iter().zip(runs) {
             let Some(m) = Main::of(r) else {
-                bail!("mix '{label}': no thread labelled `{MAIN}` to measure");
+                return Err(invalid!(
+                    "mix '{label}': no thread labelled `{MAIN}` to measure"
+                ));
             };
             per[j.variant].insert(j.seed, m);
         }
@@ -381,12 +386,12 @@ fn paper_table(sc: &Scenario, data: &Data) -> Result<String> {
     let at = |l: &str| sc.variants.iter().position(|v| v.label == l);
     for pv in &sc.paper {
         let (Some(lo), Some(hi)) = (at(&pv.variant), pv.against.as_deref().and_then(at)) else {
-            bail!("paper value '{}': unknown variants", pv.what);
+            return Err(invalid!("paper value '{}': unknown variants", pv.what));
         };
         let p = match &pv.program {
             Some(name) => match data.programs.iter().position(|x| x == name) {
                 Some(i) => Some(i),
-                None => bail!("paper value '{}': no mix '{name}'", pv.what),
+                None => return Err(invalid!("paper value '{}': no mix '{name}'", pv.what)),
             },
             None => None,
         };

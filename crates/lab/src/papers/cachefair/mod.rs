@@ -26,12 +26,12 @@ use cachesched_policies::CacheFairStats;
 
 use crate::scenario::{Job, Scenario};
 
+use crate::error::{invalid, Result};
 use crate::files::write_file;
 use crate::report::agreement;
 use crate::scenario::PaperValue;
 use crate::stats::{over_seeds, plain, show};
 use crate::svg::{bar_chart, Marks, Series};
-use anyhow::{bail, Result};
 use cachesched_core::num::ratio;
 use cachesched_core::ThreadClass;
 use cachesched_policies::PolicySpec;
@@ -170,13 +170,15 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
         let label = mix.as_deref().unwrap_or("");
         let (name, fast) = program_of(label);
         let Some(fast) = fast else {
-            bail!(
+            return Err(invalid!(
                 "the cachefair analysis needs mixes labelled PROGRAM-fast and PROGRAM-slow; \
                  got '{label}'"
-            );
+            ));
         };
         let Some(principal) = thread_of(sub, ThreadClass::CacheFair) else {
-            bail!("mix '{label}': no thread group of class cache-fair (the principal)");
+            return Err(invalid!(
+                "mix '{label}': no thread group of class cache-fair (the principal)"
+            ));
         };
         let be = thread_of(sub, ThreadClass::BestEffort);
         let i = match programs.iter().position(|p| p.name == name) {

@@ -15,6 +15,7 @@
 //! baseline and CASC, so each row is a paired comparison of its own.
 
 use super::{casc_experiment, casc_threads, pct, PAPER_IPS_CHANGE, PAPER_MISS_CHANGE, PROFILES};
+use crate::error::{invalid, Error, Result};
 use crate::experiment::run_scenario;
 use crate::files::write_file;
 use crate::metrics::metric;
@@ -22,7 +23,6 @@ use crate::reproduce::write_report;
 use crate::scenario::Variant;
 use crate::stats::mean_ci95;
 use crate::svg::{range_chart, RangeRow};
-use anyhow::{bail, Result};
 use cachesched_policies::casc::CascConfig;
 use cachesched_policies::PolicySpec;
 use cachesched_sim::workload::{profile, LocalityModel, Pattern};
@@ -211,13 +211,13 @@ fn cases(a: &Options) -> Result<Vec<Case>> {
 /// `cachesched reproduce casc-sensitivity`.
 pub fn run(a: Options) -> Result<i32> {
     if !(a.scale > 0.0 && a.scale < 1.0) {
-        bail!(
+        return Err(invalid!(
             "--scale must be between 0 and 1 (exclusive), got {}",
             a.scale
-        );
+        ));
     }
     if a.seeds.is_empty() {
-        bail!("give at least one seed (--seeds)");
+        return Err(invalid!("give at least one seed (--seeds)"));
     }
     let cases = cases(&a)?;
     let mut variants = Vec::new();
@@ -282,8 +282,8 @@ pub fn run(a: Options) -> Result<i32> {
     let fmt = |v| with_interval(v, "%");
     let (base_miss, base_ips) = (change(0, "l2_miss_ratio"), change(0, "ips"));
     let mut md = String::new();
-    writeln!(md, "# CASC's headline against the profiles' parameters\n")?;
-    writeln!(
+    let _ = writeln!(md, "# CASC's headline against the profiles' parameters\n");
+    let _ = writeln!(
         md,
         "niagara-2c, {} KB L2, 18 threads (6 art, 6 twolf, 6 bdb, interleaved), {} ms per run, \
          the first {} ms not measured; seeds {:?}. Each row moves one parameter of one profile \
@@ -304,28 +304,28 @@ pub fn run(a: Options) -> Result<i32> {
         PAPER_MISS_CHANGE.1,
         PAPER_IPS_CHANGE.0,
         PAPER_IPS_CHANGE.1
-    )?;
-    writeln!(
+    );
+    let _ = writeln!(
         md,
         "Unperturbed: Δ L2 miss ratio {}, Δ throughput {}.\n",
         fmt(base_miss),
         fmt(base_ips)
-    )?;
-    writeln!(
+    );
+    let _ = writeln!(
         md,
         "| profile | parameter | value | low | Δ miss | Δ throughput | high | Δ miss | Δ throughput | Δ miss against unperturbed, low / high (points, paired by seed) |"
-    )?;
-    writeln!(md, "|---|---|---|---|---|---|---|---|---|---|")?;
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
     let mut miss_rows = Vec::new();
     let mut ips_rows = Vec::new();
     // the perturbed cases come in pairs, low then high, after the unperturbed one
     for (k, pair) in cases[1..].chunks(2).enumerate() {
         let ci = 1 + 2 * k;
         let [lo, hi] = pair else {
-            bail!("perturbations come in pairs");
+            return Err(Error::Internal("perturbations come in pairs"));
         };
         let (Some((p, name, x, xl)), Some((_, _, _, xh))) = (&lo.moved, &hi.moved) else {
-            bail!("perturbations come in pairs");
+            return Err(Error::Internal("perturbations come in pairs"));
         };
         let (ml, mh) = (change(ci, "l2_miss_ratio"), change(ci + 1, "l2_miss_ratio"));
         let (il, ih) = (change(ci, "ips"), change(ci + 1, "ips"));
@@ -341,7 +341,7 @@ pub fn run(a: Options) -> Result<i32> {
                 format!("{v:.3}")
             }
         };
-        writeln!(
+        let _ = writeln!(
             md,
             "| {p} | {name} | {} | {} | {} | {} | {} | {} | {} | {moved} |",
             num(*x),
@@ -351,7 +351,7 @@ pub fn run(a: Options) -> Result<i32> {
             num(*xh),
             fmt(mh),
             fmt(ih)
-        )?;
+        );
         let label = format!("{p}: {name}");
         miss_rows.push(RangeRow {
             label: label.clone(),
@@ -364,7 +364,7 @@ pub fn run(a: Options) -> Result<i32> {
             high: ih.0,
         });
     }
-    writeln!(md)?;
+    let _ = writeln!(md);
     for (file, title, rows, base, band) in [
         (
             "sensitivity-miss.svg",
@@ -395,7 +395,7 @@ pub fn run(a: Options) -> Result<i32> {
                 Some((band.0, band.1, "paper, 48–768 KB")),
             ),
         )?;
-        writeln!(md, "![{title}]({file})\n")?;
+        let _ = writeln!(md, "![{title}]({file})\n");
     }
     write_report(&a.out.join("sensitivity.md"), &md)?;
     Ok(0)

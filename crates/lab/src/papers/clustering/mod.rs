@@ -9,10 +9,10 @@ use cachesched_policies::ClusteringStats;
 use crate::results::Table;
 use crate::scenario::{Job, Scenario};
 
+use crate::error::Result;
 use crate::files::write_file;
 use crate::stats::{over_seeds, paired_change, plain};
 use crate::svg::{heatmap, line_chart, HeatRow, Series, XAxis};
-use anyhow::Result;
 use cachesched_policies::clustering::cluster::adjusted_rand_index;
 use cachesched_policies::PolicySpec;
 use cachesched_sim::RunResult;

@@ -4,6 +4,7 @@
 //! time against the default, per working-set size, and each thread alone for
 //! reference. How runs are made and kept: [`crate::host_study`].
 
+use crate::error::{invalid, Result};
 use crate::files::write_file;
 use crate::host_study::{
     self, finish, kib, over_repeats, paired, repeats_of, run_all, run_load, sizes_of, table,
@@ -11,7 +12,6 @@ use crate::host_study::{
 };
 use crate::stats::show;
 use crate::svg::{line_chart, Series, XAxis};
-use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -33,7 +33,7 @@ pub const SIZES_KB: &[u64] = &[256, 512, 1024, 1536, 2048, 3072, 4096, 8192];
 pub fn run(s: &Settings, a: &TimesliceStudy) -> Result<Outcome> {
     let sizes = s.sizes_kb.clone().unwrap_or_else(|| SIZES_KB.to_vec());
     if a.slices.iter().any(|s| !(*s >= 0.1 && *s <= 1000.0)) {
-        bail!("--slices must be between 0.1 and 1000 ms");
+        return Err(invalid!("--slices must be between 0.1 and 1000 ms"));
     }
     let mut conds = vec![
         Condition {

@@ -51,13 +51,13 @@ use crate::metrics::metric;
 
 use crate::scenario::Scenario;
 
+use crate::error::Result;
 use crate::files::write_file;
 use crate::report::agreement;
 use crate::scenario::PaperValue;
 use crate::stats::{geomean, quantile};
 use crate::stats::{over_seeds, plain, show};
 use crate::svg::{bar_chart, line_chart, Marks, Series, XAxis};
-use anyhow::Result;
 use cachesched_core::num::ratio;
 use cachesched_policies::PolicySpec;
 use cachesched_sim::RunResult;
