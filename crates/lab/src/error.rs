@@ -104,6 +104,19 @@ pub enum Error {
     /// Something the laboratory itself got wrong (not its input).
     #[error("{0}")]
     Internal(&'static str),
+    /// A benchmark did not measure what it set out to: its setup did not drive the code
+    /// it times, or two sides that must agree did not.
+    #[error("{0}")]
+    Bench(String),
+    /// A policy's specification is not one of a known policy with valid settings.
+    #[error(transparent)]
+    Policy(#[from] cachesched_policies::PolicyError),
+    /// The Linux daemon failed.
+    #[error(transparent)]
+    Daemon(#[from] cachesched_linux::DaemonError),
+    /// The host's topology could not be read from sysfs.
+    #[error(transparent)]
+    Sysfs(#[from] cachesched_linux::SysfsError),
     /// A run of the simulator failed.
     #[error(transparent)]
     Sim(#[from] cachesched_sim::SimError),

@@ -16,6 +16,7 @@
 //!
 //! Every fallible function returns [`Result`], whose [`Error`] says what failed.
 
+pub mod bench;
 pub mod caches;
 pub mod checks;
 pub mod docs_block;

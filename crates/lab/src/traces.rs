@@ -1,10 +1,13 @@
 //! Program traces recorded with valgrind's lackey: a command's memory references
-//! streamed, or a window of its run written as a binary trace.
+//! streamed, or a window of its run written as a binary trace; and a trace file
+//! replayed through cachegrind's cache rules ([`replay_file`]).
 
-use crate::error::{Error, Result};
-use cachesched_sim::trace::replay::{LackeyReader, TraceEvent};
-use cachesched_sim::trace::TraceWriter;
-use std::io::{BufReader, BufWriter};
+use crate::error::{Error, Result, ResultExt};
+use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, LackeyReader, TraceEvent};
+use cachesched_sim::trace::{
+    is_binary_trace, replay_binary, replay_binary_slice, verify, TraceWriter,
+};
+use std::io::{BufRead, BufReader, BufWriter};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -141,4 +144,72 @@ fn record_into(
     };
     w.finish().map_err(Error::TraceIo)?;
     Ok(rec)
+}
+
+/// The caches of a replay, each as cachegrind writes them: `size_bytes,ways,line_bytes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheSpecs {
+    /// The first-level instruction cache (cachegrind's `--I1`).
+    pub i1: String,
+    /// The first-level data cache (`--D1`).
+    pub d1: String,
+    /// The last-level cache (`--LL`).
+    pub ll: String,
+}
+
+impl Default for CacheSpecs {
+    /// 32 KB 8-way L1s and an 8 MB 16-way last level, 64-byte lines.
+    fn default() -> CacheSpecs {
+        CacheSpecs {
+            i1: "32768,8,64".into(),
+            d1: "32768,8,64".into(),
+            ll: "8388608,16,64".into(),
+        }
+    }
+}
+
+impl CacheSpecs {
+    /// A cold simulator of these caches.
+    pub fn sim(&self) -> Result<CgSim> {
+        Ok(CgSim::new(
+            parse_cg_cache("I1", &self.i1)?,
+            parse_cg_cache("D1", &self.d1)?,
+            parse_cg_cache("LL", &self.ll)?,
+        )?)
+    }
+}
+
+/// Replays a trace file into `sim`: binary or lackey text, told apart by its first
+/// bytes; `-` reads standard input. A binary file is memory-mapped rather than read,
+/// and checked whole first (end record, hash): a damaged one is refused, not replayed
+/// in part.
+pub fn replay_file(sim: &mut CgSim, path: &str) -> Result<()> {
+    if path != "-" {
+        let map = cachesched_linux::Mapped::open(Path::new(path))
+            .map_err(Error::io("cannot open trace file", path))?;
+        if is_binary_trace(&map) {
+            verify(&map).within(|| format!("in trace '{path}'"))?;
+            replay_binary_slice(sim, &map).within(|| format!("in trace '{path}'"))?;
+            return Ok(());
+        }
+    }
+    let mut input: Box<dyn BufRead> = if path == "-" {
+        Box::new(BufReader::with_capacity(1 << 20, std::io::stdin().lock()))
+    } else {
+        let f = std::fs::File::open(path).map_err(Error::io("cannot open trace file", path))?;
+        Box::new(BufReader::with_capacity(1 << 20, f))
+    };
+    let binary = is_binary_trace(input.fill_buf().map_err(Error::io("cannot read", path))?);
+    if binary {
+        replay_binary(sim, input).within(|| format!("in trace '{path}'"))?;
+    } else {
+        let mut reader = LackeyReader::new(input);
+        while let Some(ev) = reader
+            .next_event()
+            .within(|| format!("in trace '{path}'"))?
+        {
+            sim.event(ev);
+        }
+    }
+    Ok(())
 }

@@ -1,8 +1,6 @@
 //! One module per command: argument parsing and calls into the libraries.
 
 pub mod bench;
-pub mod bench_cachefair;
-pub mod bench_daemon;
 pub mod burn;
 pub mod experiment;
 pub mod info;

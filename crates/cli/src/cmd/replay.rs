@@ -1,11 +1,11 @@
 //! `cachesched replay` and `cachesched trace record`.
 
-use anyhow::{bail, Context, Result};
-use cachesched_lab::traces::{record_window, trace_command, Recording, Window};
-use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, LackeyReader};
-use cachesched_sim::trace::{is_binary_trace, replay_binary, replay_binary_slice, verify};
+use anyhow::{bail, Result};
+use cachesched_lab::traces::{
+    record_window, replay_file, trace_command, CacheSpecs, Recording, Window,
+};
 use clap::{Args, Subcommand};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Cache options shared by the commands that replay traces.
@@ -35,13 +35,13 @@ pub struct CgCaches {
 }
 
 impl CgCaches {
-    /// A cold simulator of these caches.
-    pub fn sim(&self) -> Result<CgSim> {
-        Ok(CgSim::new(
-            parse_cg_cache("I1", &self.i1)?,
-            parse_cg_cache("D1", &self.d1)?,
-            parse_cg_cache("LL", &self.ll)?,
-        )?)
+    /// The laboratory's form of these caches.
+    pub fn specs(&self) -> CacheSpecs {
+        CacheSpecs {
+            i1: self.i1.clone(),
+            d1: self.d1.clone(),
+            ll: self.ll.clone(),
+        }
     }
 }
 
@@ -86,45 +86,9 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-/// Replays a trace file (binary or lackey text, detected by its first bytes). A binary
-/// file is memory-mapped rather than read.
-pub fn replay_file(sim: &mut CgSim, path: &str) -> Result<()> {
-    if path != "-" {
-        let map = cachesched_linux::Mapped::open(std::path::Path::new(path))
-            .with_context(|| format!("cannot open trace file '{path}'"))?;
-        if is_binary_trace(&map) {
-            // the whole trace is checked first (end record, hash): a damaged one is
-            // refused, not replayed in part
-            verify(&map).with_context(|| format!("in trace '{path}'"))?;
-            replay_binary_slice(sim, &map).with_context(|| format!("in trace '{path}'"))?;
-            return Ok(());
-        }
-    }
-    let mut input: Box<dyn BufRead> = if path == "-" {
-        Box::new(BufReader::with_capacity(1 << 20, std::io::stdin().lock()))
-    } else {
-        let f = std::fs::File::open(path)
-            .with_context(|| format!("cannot open trace file '{path}'"))?;
-        Box::new(BufReader::with_capacity(1 << 20, f))
-    };
-    let binary = is_binary_trace(input.fill_buf()?);
-    if binary {
-        replay_binary(sim, input).with_context(|| format!("in trace '{path}'"))?;
-    } else {
-        let mut reader = LackeyReader::new(input);
-        while let Some(ev) = reader
-            .next_event()
-            .with_context(|| format!("in trace '{path}'"))?
-        {
-            sim.event(ev);
-        }
-    }
-    Ok(())
-}
-
 /// `cachesched replay`.
 pub fn run(a: ReplayArgs) -> Result<()> {
-    let mut sim = a.caches.sim()?;
+    let mut sim = a.caches.specs().sim()?;
     let cmd_name = match (&a.trace, a.command.is_empty()) {
         (Some(_), false) => bail!("give either --trace FILE or a command after --, not both"),
         (None, true) => {

@@ -8,23 +8,15 @@
 //! thread has its data points; the counters then advance so that one tick ends every
 //! reconnaissance, and each later tick calibrates every cache-fair thread.
 
-use anyhow::Result;
+use super::median;
+use crate::error::{Error, Result};
 use cachesched_core::policy::KernelView;
 use cachesched_core::{
     CoRunMember, CoRunSegment, CounterKind, Counters, CpuId, Cpumask, Ctx, Nanos, Policy, SimRng,
     ThreadClass, ThreadId, ThreadInfo, ThreadView, Topology,
 };
 use cachesched_policies::cachefair::{CacheFair, CacheFairConfig, Mechanism};
-use clap::Args;
 use std::time::Instant;
-
-/// Arguments of `cachesched bench cachefair`.
-#[derive(Args, Debug)]
-pub struct CacheFairBenchArgs {
-    /// Timed repetitions of each measurement (the median is kept).
-    #[arg(long, default_value_t = 21)]
-    repeat: usize,
-}
 
 /// Instructions of one calibration interval (and of a reconnaissance phase).
 const INTERVAL: u64 = 1_000_000;
@@ -177,20 +169,16 @@ fn prepared(view: &mut View, rng: &mut SimRng, mechanism: Mechanism) -> (CacheFa
     (p, secs / calls as f64)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// `cachesched bench cachefair`.
-pub fn run(a: CacheFairBenchArgs) -> Result<()> {
+/// Times the policy's hooks, `repeat` times each (the median counts), and prints a row
+/// per thread count and mechanism.
+pub fn run(repeat: usize) -> Result<()> {
     let topo = cachesched_sim::MachineConfig::preset("t1-dual")?.topology()?;
     let tick = 10e-3;
     println!(
         "cache-fair decision cost (median of {} runs); half the threads cache-fair, half\n\
          best-effort; share = cost / the 10 ms tick; per-tick costs are of one tick that\n\
          ends every reconnaissance or calibrates every cache-fair thread\n",
-        a.repeat
+        repeat
     );
     println!(
         "{:>7} {:<9} {:>12} {:>13} {:>13} {:>13} {:>9} {:>13} {:>9}",
@@ -207,7 +195,7 @@ pub fn run(a: CacheFairBenchArgs) -> Result<()> {
     for n in [10usize, 100, 1000] {
         for (label, mechanism) in [("slice", Mechanism::Slice), ("weight", Mechanism::Weight)] {
             let (mut seg, mut recon, mut calib) = (Vec::new(), Vec::new(), Vec::new());
-            for r in 0..a.repeat.max(1) {
+            for r in 0..repeat.max(1) {
                 let mut rng = SimRng::new(r as u64 + 1);
                 let mut view = View::new(topo.clone(), n);
                 let (mut p, s) = prepared(&mut view, &mut rng, mechanism);
@@ -220,20 +208,16 @@ pub fn run(a: CacheFairBenchArgs) -> Result<()> {
                 let t0 = Instant::now();
                 hook(&view, &mut rng, &mut p, |p, c| p.tick(c));
                 calib.push(t0.elapsed().as_secs_f64());
-                let stat = |k: &str| {
-                    p.stats()
-                        .into_iter()
-                        .find(|(name, _)| name == k)
-                        .map_or(0.0, |(_, v)| v)
-                };
                 // every cache-fair thread went through both steps
-                anyhow::ensure!(
-                    stat("recon_phases") as usize == n.div_ceil(2)
-                        && stat("calibrations") as usize == n.div_ceil(2),
-                    "the benchmark did not drive every thread (recon {}, calibrations {})",
-                    stat("recon_phases"),
-                    stat("calibrations")
-                );
+                let st = p.statistics();
+                if st.recon_phases as usize != n.div_ceil(2)
+                    || st.calibrations as usize != n.div_ceil(2)
+                {
+                    return Err(Error::Bench(format!(
+                        "the benchmark did not drive every thread (recon {}, calibrations {})",
+                        st.recon_phases, st.calibrations
+                    )));
+                }
             }
             let fair = n.div_ceil(2) as f64;
             let (seg, recon, calib) = (median(seg), median(recon), median(calib));
@@ -250,4 +234,18 @@ pub fn run(a: CacheFairBenchArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The benchmark drives what it times: at every thread count and with both
+    /// mechanisms, each cache-fair thread finishes its reconnaissance and is
+    /// calibrated in the two timed ticks (else it returns an error rather than a
+    /// table). Fails if the synthetic view stops feeding the policy what it needs,
+    /// say after a change to its minimum of data points, and the benchmark would time
+    /// ticks that do nothing.
+    #[test]
+    fn drives_every_cache_fair_thread() {
+        super::run(1).unwrap();
+    }
 }

@@ -1,49 +1,33 @@
 //! `cachesched bench daemon`: the Linux daemon's own CPU cost and decision latency with
 //! 10, 100 and 1,000 managed threads, side by side with the periods it decides for.
 
-use anyhow::{Context, Result};
+use super::percentile;
+use crate::error::{Error, Result};
 use cachesched_linux::daemon::{own_cpu_time, Daemon, DaemonConfig, Target};
 use cachesched_policies::{build_policy, PolicySpec};
-use clap::Args;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Arguments of `cachesched bench daemon`.
-#[derive(Args, Debug)]
-pub struct DaemonBenchArgs {
-    /// Managed thread counts, comma-separated.
-    #[arg(
-        long,
-        value_name = "N,…",
-        default_value = "10,100,1000",
-        value_delimiter = ','
-    )]
-    threads: Vec<usize>,
+/// What `bench daemon` measures.
+#[derive(Debug, Clone)]
+pub struct DaemonBench {
+    /// Managed thread counts.
+    pub threads: Vec<usize>,
     /// Seconds measured per run (after the start-up, which is reported apart).
-    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
-    seconds: f64,
+    pub seconds: f64,
     /// Policies to measure, each as name or name:key=value,….
-    #[arg(
-        long = "policy",
-        value_name = "SPEC",
-        default_values_t = ["affinity:home=core".to_string(), "timeslice".to_string()]
-    )]
-    policies: Vec<String>,
+    pub policies: Vec<String>,
     /// Also read every thread's state and counters for a stats line this often, as
     /// `run --stats SECS` does (0: never, as `run` does by default).
-    #[arg(long = "stats", value_name = "SECS", default_value_t = 0.0)]
-    stats_s: f64,
+    pub stats_s: f64,
+    /// The `cachesched` executable that runs the load (`cachesched burn`).
+    pub exe: PathBuf,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-/// `cachesched bench daemon`.
-pub fn run(a: DaemonBenchArgs) -> Result<()> {
+/// Runs the daemon with each policy over loads of each thread count and prints a row
+/// each.
+pub fn run(a: &DaemonBench) -> Result<()> {
     let host = cachesched_linux::read_host_topology()?;
     let config = DaemonConfig::default();
     println!(
@@ -70,18 +54,21 @@ pub fn run(a: DaemonBenchArgs) -> Result<()> {
         let spec = PolicySpec::parse(spec)?;
         for &n in &a.threads {
             let ms = (a.seconds * 1000.0) as u64 + 5000;
-            let mut load = Command::new(std::env::current_exe()?)
+            let mut load = Command::new(&a.exe)
                 .args(["burn", "--threads", &n.to_string(), "--ms", &ms.to_string()])
                 .args(["--work-us", "100", "--sleep-us", "100000"])
                 .stdout(Stdio::null())
                 .spawn()
-                .context("cannot start the load")?;
+                .map_err(|source| Error::Spawn {
+                    what: format!("cannot start the load ('{} burn')", a.exe.display()),
+                    source,
+                })?;
             let pid = load.id() as i32;
             let t0 = Instant::now();
             while cachesched_linux::procfs::tasks(pid).map_or(0, |t| t.len()) < n + 1 {
                 if t0.elapsed() > Duration::from_secs(20) {
                     let _ = load.kill();
-                    anyhow::bail!("the load did not start {n} threads");
+                    return Err(Error::Bench(format!("the load did not start {n} threads")));
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
