@@ -26,6 +26,7 @@ pub mod files;
 pub mod host_study;
 pub mod interrupt;
 pub mod metrics;
+pub mod mrc;
 pub mod paper;
 pub mod papers;
 pub mod plan;
