@@ -20,6 +20,7 @@ use crate::error::{Error, Result, ResultExt};
 use crate::files::write_file;
 use crate::interrupt::interrupt_flag;
 use crate::stats::over_seeds;
+use crate::svg::{line_chart, Series, XAxis};
 use cachesched_core::SimRng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -357,6 +358,36 @@ pub(crate) fn paired(t: &Table, kb: u64, cond: &str, base: &str) -> (f64, f64) {
         .filter_map(|(r, x)| b.get(r).map(|b| 100.0 * (x / b - 1.0)))
         .collect();
     over_seeds(&v)
+}
+
+/// The plot of each of `conds`' change against `base` in `t`, paired by repeat, over
+/// the working-set sizes, with its interval.
+pub(crate) fn change_plot(
+    title: &str,
+    y_label: &str,
+    conds: &[&str],
+    sizes: &[u64],
+    t: &Table,
+    base: &str,
+) -> String {
+    let series: Vec<Series> = conds
+        .iter()
+        .map(|&c| {
+            let xs: Vec<(f64, (f64, f64))> = sizes
+                .iter()
+                .map(|&kb| (kb as f64, paired(t, kb, c, base)))
+                .collect();
+            Series::with_intervals(c.to_string(), &xs)
+        })
+        .collect();
+    line_chart(
+        title,
+        "working set per thread",
+        y_label,
+        &series,
+        XAxis::Kib,
+        None,
+    )
 }
 
 /// The host as a line: CPU model and cache sizes from sysfs.

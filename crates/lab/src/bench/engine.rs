@@ -90,8 +90,8 @@ fn timed_simulate(
 /// build, interleaved, best of `repeat` each.
 fn engine_against(a: &EngineBench, reference: &Path) -> Result<()> {
     let me = &a.exe;
-    let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(Error::io("cannot create", &dir))?;
+    let scratch = super::Scratch::new()?;
+    let dir = scratch.path();
     println!(
         "{} ms per preset, best of {} interleaved runs of each build; reference {}",
         a.duration_ms,
@@ -135,7 +135,6 @@ fn engine_against(a: &EngineBench, reference: &Path) -> Result<()> {
             r.totals.instructions as f64 / best_me
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
     let gm = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
     println!(
         "speed-up: min {:.2}x, geometric mean {gm:.2}x",
@@ -153,11 +152,10 @@ pub fn run(a: &EngineBench) -> Result<()> {
     }
     let mut reference = None;
     if !a.command.is_empty() {
-        let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(Error::io("cannot create", &dir))?;
+        let scratch = super::Scratch::new()?;
+        let dir = scratch.path();
         let caches = CacheSpecs::default();
         let (s, v) = cachegrind(&caches, &a.command, &dir.join("cg.out"))?;
-        let _ = std::fs::remove_dir_all(&dir);
         let rate = v[0] as f64 / s;
         println!(
             "reference: cachegrind on {}: {:.3e} instructions/s",

@@ -17,7 +17,34 @@ pub mod engine;
 pub mod replay;
 pub mod workloads;
 
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// A benchmark's scratch directory under the system's temporary directory (traces,
+/// cachegrind's output, results of the runs it compares), removed when dropped, also
+/// when the benchmark fails.
+pub(crate) struct Scratch(PathBuf);
+
+impl Scratch {
+    /// Creates this process's scratch directory.
+    pub(crate) fn new() -> Result<Scratch> {
+        let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(Error::io("cannot create", &dir))?;
+        Ok(Scratch(dir))
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// Median wall time of `f` over `repeat` calls (at least one), in seconds.
 pub(crate) fn median_secs(repeat: usize, mut f: impl FnMut()) -> f64 {

@@ -62,8 +62,8 @@ pub(crate) fn cachegrind(
 /// Records `a.command`'s trace, then runs it under cachegrind and replays the trace,
 /// `a.repeat` times each (the best counts); the counts must be identical.
 pub fn run(a: &ReplayBench) -> Result<()> {
-    let dir = std::env::temp_dir().join(format!("cachesched-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(Error::io("cannot create", &dir))?;
+    let scratch = super::Scratch::new()?;
+    let dir = scratch.path();
     let trace = dir.join("trace.cst");
     let rec = record_window(&a.command, &[], &trace, Window::ALL)?;
     let (events, bytes) = (rec.events, rec.bytes);
@@ -88,7 +88,6 @@ pub fn run(a: &ReplayBench) -> Result<()> {
         best_us = best_us.min(t.elapsed().as_secs_f64());
         ours = sim.counts.as_array().to_vec();
     }
-    let _ = std::fs::remove_dir_all(&dir);
     if ours != theirs {
         return Err(Error::Bench(format!(
             "counters differ: ours {ours:?}, cachegrind {theirs:?}"

@@ -6,11 +6,10 @@
 
 use crate::error::Result;
 use crate::host_study::{
-    self, finish, kib, over_repeats, paired, repeats_of, run_all, sizes_of, table, Condition, Meta,
-    Outcome, Record, Report, Row, Settings,
+    self, change_plot, finish, kib, over_repeats, paired, repeats_of, run_all, sizes_of, table,
+    Condition, Meta, Outcome, Record, Report, Row, Settings,
 };
 use crate::stats::{plain, show};
-use crate::svg::{line_chart, Series, XAxis};
 use std::fmt::Write as _;
 
 /// The study's own options.
@@ -160,23 +159,13 @@ pub(crate) fn report(records: &[Record], meta: &Meta, ms: u64) -> Report {
         }
         md += "\n";
     }
-    let series: Vec<Series> = LABELS[1..]
-        .iter()
-        .map(|l| {
-            let xs: Vec<(f64, (f64, f64))> = sizes
-                .iter()
-                .map(|&kb| (kb as f64, paired(&rate, kb, l, "bound")))
-                .collect();
-            Series::with_intervals(l.to_string(), &xs)
-        })
-        .collect();
-    let plot = line_chart(
+    let plot = change_plot(
         "Work per second against bound threads, this host",
-        "working set per thread",
         "change in chase steps per second against bound (%)",
-        &series,
-        XAxis::Kib,
-        None,
+        &LABELS[1..],
+        &sizes,
+        &rate,
+        "bound",
     );
     md += "\nPlot: `affinity-loss.svg`. Raw runs: `runs.jsonl`.\n";
     Report {

@@ -7,11 +7,10 @@
 use crate::error::{invalid, Result};
 use crate::files::write_file;
 use crate::host_study::{
-    self, finish, kib, over_repeats, paired, repeats_of, run_all, run_load, sizes_of, table,
-    Condition, Meta, Outcome, Record, Report, Row, Settings,
+    self, change_plot, finish, kib, over_repeats, paired, repeats_of, run_all, run_load, sizes_of,
+    table, Condition, Meta, Outcome, Record, Report, Row, Settings,
 };
 use crate::stats::show;
-use crate::svg::{line_chart, Series, XAxis};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -217,24 +216,18 @@ pub(crate) fn report(records: &[Record], meta: &Meta, solo_ms: u64) -> Report {
         }
         md += "\n";
     }
-    let series: Vec<Series> = labels
+    let slices: Vec<&str> = labels
         .iter()
+        .map(String::as_str)
         .filter(|l| l.starts_with("slice-"))
-        .map(|l| {
-            let xs: Vec<(f64, (f64, f64))> = sizes
-                .iter()
-                .map(|&kb| (kb as f64, paired(&time, kb, l, "linux")))
-                .collect();
-            Series::with_intervals(l.clone(), &xs)
-        })
         .collect();
-    let plot = line_chart(
+    let plot = change_plot(
         "Completion time with longer slices against Linux's, this host",
-        "working set per thread",
         "change in completion time against the default slices (%)",
-        &series,
-        XAxis::Kib,
-        None,
+        &slices,
+        &sizes,
+        &time,
+        "linux",
     );
     md += "\nPlot: `timeslice-change.svg`. Raw runs: `runs.jsonl`; work per size: \
            `calibration.json`.\n";
