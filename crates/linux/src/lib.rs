@@ -6,7 +6,7 @@
 //! per-thread scheduling controls (sched_setaffinity, sched_setattr slices, setpriority:
 //! [`sched`]) behind a journal that restores them ([`journal`]), thread classes assigned by rules
 //! ([`classes`]), claims that keep two daemons off one process ([`claim`]), and the daemon that runs a policy on real threads with all of these
-//! ([`daemon`]).
+//! ([`daemon`]), and a managed run from start to stop around it ([`session`]).
 
 pub mod claim;
 pub mod classes;
@@ -20,6 +20,7 @@ pub mod process;
 pub mod procfs;
 pub mod sampling;
 pub mod sched;
+pub mod session;
 pub mod sysfs;
 
 pub use daemon::{Daemon, DaemonConfig, DaemonError, StatsRecord, Target};

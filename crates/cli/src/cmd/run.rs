@@ -4,15 +4,15 @@ use anyhow::{bail, Context, Result};
 use cachesched_core::Policy;
 use cachesched_core::ThreadClass;
 use cachesched_linux::classes::ClassRule;
-use cachesched_linux::daemon::{self, Daemon, DaemonConfig, StatsRecord, Target};
-use cachesched_linux::process::{self, exit_code, reap};
+use cachesched_linux::daemon::{Daemon, DaemonConfig, SamplingEventChoice, StatsRecord, Target};
+use cachesched_linux::session::{self, restore_notes, Event, Session};
 use cachesched_linux::{journal, procfs, sched};
 use cachesched_policies::{build_policy, Chain, PolicySpec};
 use clap::Args;
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Options of `cachesched run` (its manual is the subcommand's doc in main.rs).
 #[derive(Args, Debug)]
@@ -134,56 +134,6 @@ fn positive(v: Option<f64>, flag: &str) -> Result<()> {
     Ok(())
 }
 
-/// Prints which counters exist, and why the others do not.
-fn counter_line() -> String {
-    let probe = daemon::available_counters();
-    let have: Vec<String> = probe
-        .iter()
-        .filter_map(|(k, r)| match r {
-            Ok(false) => Some(k.name().to_string()),
-            Ok(true) => Some(format!("{} (user mode only)", k.name())),
-            Err(_) => None,
-        })
-        .collect();
-    let mut s = format!(
-        "counters: {} available",
-        if have.is_empty() {
-            "none".into()
-        } else {
-            have.join(", ")
-        }
-    );
-    // missing counters grouped by reason ("X is not supported here (…)" → one clause)
-    let mut why: Vec<(String, Vec<&str>)> = Vec::new();
-    for (k, r) in &probe {
-        if let Err(e) = r {
-            let reason = e.reason();
-            match why.iter_mut().find(|(r, _)| *r == reason) {
-                Some((_, ks)) => ks.push(k.name()),
-                None => why.push((reason, vec![k.name()])),
-            }
-        }
-    }
-    for (reason, ks) in why {
-        s += &format!("; {} missing: {reason}", ks.join(", "));
-    }
-    s
-}
-
-/// Waits for the command after passing a stop signal on: up to 5 s, then SIGKILL.
-fn wait_for(cmd_pid: i32) -> i32 {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = reap(cmd_pid) {
-            return exit_code(st);
-        }
-        if t0.elapsed() > Duration::from_secs(5) {
-            process::send(cmd_pid, process::SIGKILL);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// `cachesched run`.
 pub fn run(a: RunArgs) -> Result<i32> {
     positive(a.stats_secs, "--stats")?;
@@ -278,15 +228,12 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if honours == Some(false) && specs.iter().any(|s| matches!(s, PolicySpec::Timeslice(_))) {
         eprintln!("warning: this kernel is older than 6.12 and ignores per-task slices set with sched_setattr; the timeslice policy will have no effect");
     }
-    process::install_stop_handlers().context("cannot install signal handlers")?;
-    if target == Target::Descendants {
-        daemon::become_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER) failed")?;
-    }
+    session::prepare(&target)?;
     let sampling = match a.sampling_event.as_str() {
-        "page-faults" => cachesched_linux::daemon::SamplingEventChoice::PageFaults,
-        _ => cachesched_linux::daemon::SamplingEventChoice::Discover,
+        "page-faults" => SamplingEventChoice::PageFaults,
+        _ => SamplingEventChoice::Discover,
     };
-    let mut d = Daemon::start_with(host, policy, target.clone(), config.clone(), sampling)?;
+    let d = Daemon::start_with(host, policy, target.clone(), config.clone(), sampling)?;
     let mut json = match &a.json {
         Some(p) => {
             cachesched_lab::files::write_file(p, "")?;
@@ -298,7 +245,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         }
         None => None,
     };
-    let mut emit = |r: &Record<'_>| -> Result<()> {
+    let mut emit = |r: &Record<'_>| -> std::io::Result<()> {
         if let Some(w) = json.as_mut() {
             serde_json::to_writer(&mut *w, r)?;
             writeln!(w)?;
@@ -321,7 +268,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     // what was opened for every managed thread
     eprintln!(
         "{}; opened per thread: {}",
-        counter_line(),
+        session::counter_line(),
         if d.counter_kinds().is_empty() {
             "none".to_string()
         } else {
@@ -332,100 +279,46 @@ pub fn run(a: RunArgs) -> Result<i32> {
                 .join(", ")
         }
     );
-    let cmd_pid = if target == Target::Descendants {
-        let child = std::process::Command::new(&a.command[0])
-            .args(&a.command[1..])
-            .spawn()
-            .with_context(|| format!("cannot launch `{}`", a.command[0]))?;
-        Some(child.id() as i32)
-    } else {
-        None
+    let session = Session {
+        command: a.command.clone(),
+        duration: a.duration_s.map(Duration::from_secs_f64),
+        stats_every: a.stats_secs.map(Duration::from_secs_f64),
+        panic_after: a.debug_panic_after_ms.map(Duration::from_millis),
     };
-    let start = Instant::now();
-    let deadline = a.duration_s.map(|s| start + Duration::from_secs_f64(s));
-    let stats_every = a.stats_secs.map(Duration::from_secs_f64);
-    let mut next_stats = stats_every.map(|p| start + p);
-    let panic_at = a
-        .debug_panic_after_ms
-        .map(|ms| start + Duration::from_millis(ms));
-    let mut cmd_status = None;
-    let stopped_by: String = loop {
-        if let Some(sig) = process::stop_signal() {
-            break format!("signal {sig}");
-        }
-        if let Some(pid) = cmd_pid {
-            if let Some(st) = reap(pid) {
-                cmd_status = Some(st);
-                break "command exited".into();
-            }
-        }
-        if deadline.is_some_and(|t| Instant::now() >= t) {
-            break "duration".into();
-        }
-        if panic_at.is_some_and(|t| Instant::now() >= t) {
-            panic!("--debug-panic-after-ms: deliberate panic to test restoring");
-        }
-        d.poll()?;
-        if let (Some(t), Some(p)) = (next_stats, stats_every) {
-            if Instant::now() >= t {
-                let rec = d.stats();
+    let end = session::run(d, &target, &session, |ev| {
+        match ev {
+            Event::Stats(rec) => {
                 eprintln!("{}", rec.line());
-                emit(&Record::Stats(&rec))?;
-                // the next line one period after this one, never a burst after a stall
-                // (SIGSTOP, a suspended host)
-                next_stats = Some((t + p).max(Instant::now()));
+                emit(&Record::Stats(rec))?;
             }
+            Event::Warning(w) => eprintln!("warning: {w}"),
         }
-        for w in d.take_warnings() {
-            eprintln!("warning: {w}");
-        }
-        if matches!(target, Target::Processes { .. }) && !d.any_alive() {
-            break "managed processes exited".into();
-        }
-        let mut wake = d.next_due();
-        for t in [deadline, next_stats, panic_at].into_iter().flatten() {
-            wake = wake.min(t);
-        }
-        // short naps so that the command's exit and signals are noticed promptly
-        let nap = wake
-            .saturating_duration_since(Instant::now())
-            .min(Duration::from_millis(10));
-        std::thread::sleep(nap);
-    };
-    let last = d.stats();
-    let rep = d.finish();
+        Ok(())
+    })?;
+    let (last, rep, code) = (&end.last, &end.report, end.exit_code);
     eprintln!("final: {}", last.line());
     eprintln!(
-        "stopped ({stopped_by}); restored the settings of {} thread(s), {} had exited{}",
+        "stopped ({}); restored the settings of {} thread(s), {} had exited{}",
+        end.stopped_by,
         rep.restored,
         rep.gone,
-        restore_notes(&rep)
+        restore_notes(rep)
     );
     for (tid, e) in &rep.failed {
         eprintln!("  thread {tid}: {e}");
     }
-    let code = match (cmd_pid, process::stop_signal()) {
-        (Some(pid), Some(sig)) if cmd_status.is_none() => {
-            process::send(pid, sig);
-            wait_for(pid)
-        }
-        (Some(pid), None) if cmd_status.is_none() => {
-            // --duration-s ended the run: the command keeps running unmanaged
-            eprintln!("the command (pid {pid}) keeps running, no longer managed");
-            0
-        }
-        (Some(_), _) => exit_code(cmd_status.expect("checked")),
-        (None, _) => 0,
-    };
+    if let Some(pid) = end.left_running {
+        eprintln!("the command (pid {pid}) keeps running, no longer managed");
+    }
     emit(&Record::Final {
-        stats: &last,
+        stats: last,
         restored: rep.restored,
         gone: rep.gone,
         kept: rep.kept,
         unsettled: rep.unsettled,
         failed: rep.failed.len(),
         exit_code: code,
-        stopped_by: &stopped_by,
+        stopped_by: &end.stopped_by,
     })?;
     if !rep.failed.is_empty() {
         bail!(
@@ -450,29 +343,6 @@ pub struct RestoreArgs {
     /// As --pid, for every thread in this cgroup directory.
     #[arg(long, value_name = "DIR")]
     cgroup: Option<PathBuf>,
-}
-
-/// What a restore left, after its counts: settings the program had changed itself,
-/// threads a stop could not wait for, failures.
-fn restore_notes(rep: &journal::RestoreReport) -> String {
-    let mut s = String::new();
-    if rep.kept > 0 {
-        s += &format!(
-            "; {} setting(s) the program had changed itself were left as it set them",
-            rep.kept
-        );
-    }
-    if rep.unsettled > 0 {
-        s += &format!(
-            "; {} thread(s) were still being created after {} rescans and may keep inherited settings",
-            rep.unsettled,
-            daemon::Daemon::STOP_RESCANS
-        );
-    }
-    if !rep.failed.is_empty() {
-        s += &format!(", {} FAILED", rep.failed.len());
-    }
-    s
 }
 
 /// `cachesched restore`.
