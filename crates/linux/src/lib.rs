@@ -2,11 +2,13 @@
 //!
 //! It provides the host topology read from sysfs ([`sysfs`]), processes and threads
 //! from `/proc` ([`procfs`]), per-thread counters through `perf_event_open` ([`perf`]),
-//! data-address sampling through its ring buffer ([`sampling`]),
-//! per-thread scheduling controls (sched_setaffinity, sched_setattr slices, setpriority:
-//! [`sched`]) behind a journal that restores them ([`journal`]), thread classes assigned by rules
-//! ([`classes`]), claims that keep two daemons off one process ([`claim`]), and the daemon that runs a policy on real threads with all of these
-//! ([`daemon`]), and a managed run from start to stop around it ([`session`]).
+//! data-address sampling through its ring buffer ([`sampling`]), per-thread scheduling
+//! controls (sched_setaffinity, sched_setattr slices, setpriority: [`sched`]) behind a
+//! journal that restores them ([`journal`]), thread classes assigned by rules
+//! ([`classes`]), claims that keep two daemons off one process ([`claim`]), the daemon
+//! that runs a policy on real threads with all of these ([`daemon`]), a managed run
+//! from start to stop around it ([`session`]), and the load program of
+//! `cachesched burn` ([`load`]).
 
 pub mod claim;
 pub mod classes;
@@ -14,6 +16,7 @@ pub mod corun;
 pub mod daemon;
 pub mod events;
 pub mod journal;
+pub mod load;
 pub mod mmap;
 pub mod perf;
 pub mod process;
