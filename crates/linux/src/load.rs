@@ -369,7 +369,7 @@ fn chunk(work: Work, buf: &[u64], mut at: usize, acc: &mut u64) -> usize {
     at
 }
 
-/// A longer pause than this between two looks at the clock (one [`CHUNK`] of memory
+/// A longer pause than this between two looks at the clock (one chunk of 1,024 memory
 /// steps: tens of microseconds) means the thread was off its CPU.
 pub const GAP: Duration = Duration::from_micros(500);
 
