@@ -306,6 +306,23 @@ macro_rules! policy_stats {
     };
 }
 
+/// The two [`Policy`](crate::Policy) methods that report statistics, for a policy whose
+/// `statistics(&self)` method returns its [`PolicyStats`] struct `$stats`: inside the
+/// `impl Policy`, `cachesched_core::report_stats!(CascStats);`.
+#[macro_export]
+macro_rules! report_stats {
+    ($stats:ty) => {
+        fn stats(&self) -> $crate::policy_stats::StatsRecord {
+            let s: $stats = self.statistics();
+            $crate::policy_stats::PolicyStats::to_record(&s)
+        }
+
+        fn stat_fields(&self) -> &'static [$crate::policy_stats::StatField] {
+            <$stats as $crate::policy_stats::PolicyStats>::FIELDS
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,6 @@
 //! value (or one per thread class), asks for a periodic tick and counts the co-run segments it is shown. It is not
 //! meant to improve anything.
 
-use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{CoRunSegment, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadClass, ThreadId};
 use serde::{Deserialize, Serialize};
 
@@ -131,13 +130,7 @@ impl Policy for Demo {
         self.ticks += 1;
     }
 
-    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
-        self.statistics().to_record()
-    }
-
-    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
-        DemoStats::FIELDS
-    }
+    cachesched_core::report_stats!(DemoStats);
 }
 
 cachesched_core::policy_stats! {

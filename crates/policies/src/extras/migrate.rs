@@ -11,7 +11,6 @@
 //! does nothing.
 
 use crate::within;
-use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{Cpumask, Ctx, Nanos, Policy};
 use serde::{Deserialize, Serialize};
 
@@ -120,13 +119,7 @@ impl Policy for Migrate {
         }
     }
 
-    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
-        self.statistics().to_record()
-    }
-
-    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
-        MigrateStats::FIELDS
-    }
+    cachesched_core::report_stats!(MigrateStats);
 }
 
 cachesched_core::policy_stats! {

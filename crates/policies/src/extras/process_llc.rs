@@ -16,7 +16,6 @@
 //! not all share (two warehouses, two database instances) or that is larger than one
 //! LLC gains nothing from aggregation by process.
 
-use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{Cpumask, Ctx, Nanos, Policy, ThreadId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -169,13 +168,7 @@ impl Policy for ProcessLlc {
         }
     }
 
-    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
-        self.statistics().to_record()
-    }
-
-    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
-        ProcessLlcStats::FIELDS
-    }
+    cachesched_core::report_stats!(ProcessLlcStats);
 }
 
 cachesched_core::policy_stats! {

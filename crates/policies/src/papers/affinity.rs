@@ -10,7 +10,6 @@
 //! from the busiest to the idlest home when that narrows the gap. Within a home the
 //! kernel balances as usual (same cache, cheap).
 
-use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{Cpumask, Ctx, Nanos, Policy, ThreadId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -172,13 +171,7 @@ impl Policy for Affinity {
         }
     }
 
-    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
-        self.statistics().to_record()
-    }
-
-    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
-        AffinityStats::FIELDS
-    }
+    cachesched_core::report_stats!(AffinityStats);
 }
 
 cachesched_core::policy_stats! {

@@ -11,7 +11,6 @@
 //!   CPU time, so phase changes move the slice. CFS keeps long-run fairness either way.
 
 use crate::within;
-use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{CounterKind, Counters, Ctx, Nanos, Policy, ThreadId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -165,13 +164,7 @@ impl Policy for Timeslice {
         }
     }
 
-    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
-        self.statistics().to_record()
-    }
-
-    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
-        TimesliceStats::FIELDS
-    }
+    cachesched_core::report_stats!(TimesliceStats);
 }
 
 cachesched_core::policy_stats! {

@@ -88,7 +88,6 @@ pub mod weight;
 use crate::drift::Drift;
 use crate::within;
 use cachesched_core::num::ratio;
-use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{
     CoRunSegment, CounterKind, Counters, Ctx, Nanos, Policy, ThreadClass, ThreadId, ThreadView,
 };
@@ -929,13 +928,7 @@ impl Policy for CacheFair {
         }
     }
 
-    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
-        self.statistics().to_record()
-    }
-
-    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
-        CacheFairStats::FIELDS
-    }
+    cachesched_core::report_stats!(CacheFairStats);
 }
 
 cachesched_core::policy_stats! {

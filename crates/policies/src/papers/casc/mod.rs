@@ -55,7 +55,6 @@ pub mod solve;
 
 use crate::drift::Drift;
 use bucket::{bucketize, BucketParams, Buckets};
-use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{
     CoRunSegment, CounterKind, Counters, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId,
 };
@@ -840,13 +839,7 @@ impl Policy for Casc {
         }
     }
 
-    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
-        self.statistics().to_record()
-    }
-
-    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
-        CascStats::FIELDS
-    }
+    cachesched_core::report_stats!(CascStats);
 }
 
 cachesched_core::policy_stats! {

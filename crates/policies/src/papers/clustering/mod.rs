@@ -32,7 +32,6 @@ pub mod place;
 pub mod shmap;
 
 use crate::within;
-use cachesched_core::policy_stats::PolicyStats;
 use cachesched_core::{AddressSample, CounterKind, CpuId, Cpumask, Ctx, Nanos, Policy, ThreadId};
 use cluster::{ClusterParams, Clustering};
 use serde::{Deserialize, Serialize};
@@ -633,13 +632,7 @@ impl Policy for ThreadClustering {
         }
     }
 
-    fn stats(&self) -> cachesched_core::policy_stats::StatsRecord {
-        self.statistics().to_record()
-    }
-
-    fn stat_fields(&self) -> &'static [cachesched_core::policy_stats::StatField] {
-        ClusteringStats::FIELDS
-    }
+    cachesched_core::report_stats!(ClusteringStats);
 
     /// The last clustering that found groups (else the last clustering, with no
     /// `cluster.` entries): `shmap.tNNNN` (a thread's counters),
