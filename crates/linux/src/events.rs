@@ -267,12 +267,8 @@ mod tests {
 
     /// A PMU directory `cpu` of type 4 with Intel-like format files and two named
     /// events, under a fresh temporary root.
-    fn fake_pmus() -> PathBuf {
-        let root = std::env::temp_dir().join(format!(
-            "cachesched-events-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
+    fn fake_pmus() -> crate::testdir::TempTree {
+        let root = crate::testdir::TempTree::new("events");
         let cpu = root.join("cpu");
         std::fs::create_dir_all(cpu.join("format")).unwrap();
         std::fs::create_dir_all(cpu.join("events")).unwrap();

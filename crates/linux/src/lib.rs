@@ -25,6 +25,8 @@ pub mod sampling;
 pub mod sched;
 pub mod session;
 pub mod sysfs;
+#[cfg(test)]
+mod testdir;
 
 pub use daemon::{Daemon, DaemonConfig, DaemonError, StatsRecord, Target};
 

@@ -1299,13 +1299,8 @@ mod tests {
     // ---- discovery ----
 
     /// A fresh empty directory for a fake sysfs tree.
-    fn fake_root(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "cachesched-sysfs-{name}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
+    fn fake_root(name: &str) -> crate::testdir::TempTree {
+        let d = crate::testdir::TempTree::new(&format!("sysfs-{name}"));
         std::fs::create_dir_all(d.join("software")).unwrap();
         std::fs::write(d.join("software/type"), "1\n").unwrap();
         d
@@ -1370,7 +1365,6 @@ mod tests {
         put(&root, "cpu_core/events/mem-loads", "event=0xcd,frob=2\n");
         let err = memory_sampling_events_at(&root).unwrap_err().to_string();
         assert!(err.contains("cpu_core/format/frob"), "{err}");
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     /// Fails if ibs_op is not recognised or its period rules are not applied.
@@ -1397,7 +1391,6 @@ mod tests {
             memory_sampling_events_at(&root),
             Err(DiscoveryError::Format { .. })
         ));
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     /// Fails if the message does not name exactly what is missing, or gives the VM
@@ -1417,7 +1410,6 @@ mod tests {
             err.contains("the CPU's PMU has no precise memory-load event"),
             "{err}"
         );
-        let _ = std::fs::remove_dir_all(&root);
         // this host: either an event, or an error naming the real paths
         match memory_sampling_events() {
             Ok(ev) => assert!(!ev.is_empty()),
