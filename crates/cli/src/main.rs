@@ -73,6 +73,10 @@ enum Command {
     Restore(cmd::run::RestoreArgs),
     /// A CPU-bound load with a known shape, to try `run` on.
     Burn(cmd::burn::BurnArgs),
+    /// Make the runs of one Slurm array task into the run cache (what `--executor
+    /// slurm` submits; not for use by hand).
+    #[command(hide = true)]
+    RunBatch(cmd::cluster::RunBatchArgs),
     /// Speed benchmarks, reported as ratios against a reference run side by side.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -103,6 +107,7 @@ fn main() {
         Command::Run(a) => cmd::run::run(a),
         Command::Restore(a) => cmd::run::restore(a),
         Command::Burn(a) => cmd::burn::run(a).map(|_| 0),
+        Command::RunBatch(a) => cmd::cluster::run_batch(a),
         Command::Bench(c) => cmd::bench::run(c).map(|_| 0),
         Command::Study(c) => cmd::study::run(c),
     };

@@ -95,6 +95,15 @@ pub enum Error {
     /// for.
     #[error(transparent)]
     TraceIo(std::io::Error),
+    /// A batch of runs (`run-batch`) was stopped by a signal: Slurm's cancel or time
+    /// limit, or Ctrl-C.
+    #[error(
+        "stopped by a signal after {made} run(s) of the task; those are kept in the run cache"
+    )]
+    BatchStopped {
+        /// Runs made and stored before the signal.
+        made: usize,
+    },
     /// A recording was interrupted (Ctrl-C or SIGTERM) and nothing was kept.
     #[error("interrupted after {instructions} instructions; nothing was kept")]
     Interrupted {

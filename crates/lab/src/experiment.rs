@@ -5,7 +5,7 @@
 
 use crate::error::{chain, Error, Result, ResultExt};
 use crate::report::write_outputs;
-use crate::runner::{attach_solo_runs, cached_or_run, run_label, worker_count, INTERRUPTED};
+use crate::runner::{attach_solo_runs, cached_or_run, run_label, worker_count};
 use crate::scenario::{Job, Planned, Scenario};
 use cachesched_sim::{RunResult, SimConfig, SimError};
 
@@ -94,7 +94,7 @@ pub fn run_scenario(
     crate::runner::announce_solo_runs(sc, &cfgs)?;
     let label = |i: usize| run_label(sc, &jobs_list[i]);
     let Some(runs) = cached_or_run(&cfgs, &label, workers)? else {
-        eprintln!("{INTERRUPTED}");
+        eprintln!("{}", crate::runner::halt_message());
         return Ok(None);
     };
     complete(sc, jobs_list, runs, out, workers)

@@ -38,6 +38,7 @@ pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod seeds;
+pub mod slurm;
 pub mod stats;
 pub mod svg;
 pub mod traces;

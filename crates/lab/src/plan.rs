@@ -45,7 +45,7 @@ struct FileCost {
 /// The name a plan groups runs by: the machine's name, with its LLC size (a sweep's
 /// points run at different rates), and whether it is a solo run (one thread, a rate
 /// of its own).
-fn machine_of(cfg: &SimConfig) -> Result<String> {
+pub(crate) fn machine_of(cfg: &SimConfig) -> Result<String> {
     let m = cfg.machine.resolve()?;
     let llc = m
         .caches
@@ -63,7 +63,7 @@ fn machine_of(cfg: &SimConfig) -> Result<String> {
 
 /// Worker-seconds per simulated second of `cfg`'s machine and mix on this host: `cfg`
 /// simulated for [`CALIBRATION_MS`] (no warm-up), timed.
-fn calibrate(cfg: &SimConfig) -> Result<f64> {
+pub(crate) fn calibrate(cfg: &SimConfig) -> Result<f64> {
     let c = SimConfig {
         duration_ms: CALIBRATION_MS,
         warmup_ms: 0.0,

@@ -302,7 +302,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
             } else if sc.sequential() {
                 // seeds one at a time, every mix's runs of a round in one pool
                 let Some(ran) = crate::seeds::run(planned, a.jobs)? else {
-                    return Ok(130);
+                    return Ok(crate::runner::halt_code());
                 };
                 for (p, runs) in ran {
                     let out = p.out(&dir.join(stem));
@@ -310,18 +310,18 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
                     let Some((jobs, runs)) =
                         crate::experiment::complete(&p.sc, p.jobs, runs, &out, workers)?
                     else {
-                        return Ok(130);
+                        return Ok(crate::runner::halt_code());
                     };
                     done.push((p.mix, p.sc, jobs, runs));
                 }
             } else {
                 if crate::runner::fill_run_cache(&planned, a.jobs)?.is_none() {
-                    return Ok(130);
+                    return Ok(crate::runner::halt_code());
                 }
                 for p in planned {
                     let out = p.out(&dir.join(stem));
                     let Some(r) = run_scenario(&p.sc, p.jobs, &out, a.jobs)? else {
-                        return Ok(130);
+                        return Ok(crate::runner::halt_code());
                     };
                     done.push((p.mix, p.sc, r.0, r.1));
                 }

@@ -21,6 +21,26 @@ pub fn run_label(sc: &Scenario, j: &Job) -> String {
 pub const INTERRUPTED: &str =
     "interrupted; nothing more is written (finished runs are kept in the run cache)";
 
+/// Said when a batch of runs stops the command before its results: Ctrl-C, or a
+/// detached Slurm submission.
+pub fn halt_message() -> &'static str {
+    if crate::slurm::detached() {
+        "nothing more is written until the Slurm job's runs have landed"
+    } else {
+        INTERRUPTED
+    }
+}
+
+/// The exit code of a command that a batch of runs stopped: 0 after a detached Slurm
+/// submission (the command did what was asked), else 130 (interrupted).
+pub fn halt_code() -> i32 {
+    if crate::slurm::detached() {
+        0
+    } else {
+        130
+    }
+}
+
 /// The most parallel runs `--jobs` may ask for: each worker holds a simulation (tens
 /// of MB for the largest machines), and no host of this project has more cores.
 pub const MAX_JOBS: usize = 1024;
@@ -94,8 +114,30 @@ pub fn cached_or_run(
         }
     };
     if !to_run.is_empty() {
-        let Some(ran) = run_configs(&to_run, &|m| label(missing[m]), workers, &keep)? else {
-            return Ok(None);
+        let ran = match crate::slurm::executor() {
+            crate::slurm::Executor::Local => {
+                let Some(ran) = run_configs(&to_run, &|m| label(missing[m]), workers, &keep)?
+                else {
+                    return Ok(None);
+                };
+                ran
+            }
+            crate::slurm::Executor::Slurm(s) => {
+                let mkeys: Vec<u64> = missing.iter().map(|&m| keys[m]).collect();
+                if crate::slurm::run(s, &to_run, &mkeys, &|m| label(missing[m]))?.is_none() {
+                    return Ok(None);
+                }
+                mkeys
+                    .iter()
+                    .map(|&k| {
+                        crate::caches::runs::load(k)?.ok_or_else(|| {
+                            crate::error::Error::Tool(format!(
+                                "run {k:016x} landed and then left the run cache"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?
+            }
         };
         let made: std::collections::HashMap<u64, RunResult> =
             missing.iter().map(|&m| keys[m]).zip(ran).collect();
@@ -142,7 +184,7 @@ pub fn fill_run_cache(planned: &[Planned], jobs: Option<usize>) -> Result<Option
     announce_solo_runs(&planned[0].sc, &cfgs)?;
     let done = cached_or_run(&cfgs, &label, workers)?.map(|_| ());
     if done.is_none() {
-        eprintln!("{INTERRUPTED}");
+        eprintln!("{}", halt_message());
     }
     Ok(done)
 }

@@ -264,7 +264,7 @@ pub fn run(planned: Vec<Planned>, jobs: Option<usize>) -> Result<Option<Vec<Ran>
             planned.len()
         );
         let Some(mut runs) = crate::runner::cached_or_run(&cfgs, &label, workers)? else {
-            eprintln!("{}", crate::runner::INTERRUPTED);
+            eprintln!("{}", crate::runner::halt_message());
             return Ok(None);
         };
         // a test on a metric against running alone needs the solo references
@@ -280,7 +280,7 @@ pub fn run(planned: Vec<Planned>, jobs: Option<usize>) -> Result<Option<Vec<Ran>
             let cfgs: Vec<&cachesched_sim::SimConfig> = mine.iter().map(|&k| cfgs[k]).collect();
             let mut rs: Vec<RunResult> = mine.iter().map(|&k| runs[k].clone()).collect();
             if crate::runner::attach_solo_runs(&cfgs, &mut rs, workers)?.is_none() {
-                eprintln!("{}", crate::runner::INTERRUPTED);
+                eprintln!("{}", crate::runner::halt_message());
                 return Ok(None);
             }
             for (&k, r) in mine.iter().zip(rs) {

@@ -17,10 +17,13 @@ pub struct ExperimentArgs {
     /// Parallel runs, 1 to 1,024 (default: number of CPUs; never more than the runs).
     #[arg(long, value_name = "N", value_parser = parse_jobs)]
     jobs: Option<usize>,
+    #[command(flatten)]
+    exec: super::cluster::ExecutorArgs,
 }
 
 /// `cachesched experiment`.
 pub fn run(a: ExperimentArgs) -> Result<i32> {
+    a.exec.apply()?;
     let mut sc = load(&a.scenario)?;
     // the runs of a file, as it says (seeds are added one at a time by `reproduce`)
     sc.every_seed();
@@ -35,12 +38,12 @@ pub fn run(a: ExperimentArgs) -> Result<i32> {
         cachesched_lab::files::check_writable_dir(&p.out(&out))?;
     }
     if fill_run_cache(&planned, a.jobs)?.is_none() {
-        return Ok(130);
+        return Ok(cachesched_lab::runner::halt_code());
     }
     for p in planned {
         let dir = p.out(&out);
         if run_scenario(&p.sc, p.jobs, &dir, a.jobs)?.is_none() {
-            return Ok(130);
+            return Ok(cachesched_lab::runner::halt_code());
         }
     }
     Ok(0)

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod burn;
+pub mod cluster;
 pub mod experiment;
 pub mod info;
 pub mod mrc;

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 #[derive(Subcommand, Debug)]
 pub enum ReproduceCommand {
     /// Every paper that has scenario files (every directory under `experiments/`).
-    All(PaperArgs),
+    All(Box<PaperArgs>),
     /// How far CASC's headline (768 KB: L2 miss ratio and throughput against TS) moves
     /// when each parameter of the art, twolf and Berkeley DB profiles moves by ±25%.
     CascSensitivity(SensitivityArgs),
@@ -70,6 +70,8 @@ pub struct PaperArgs {
     /// Parallel runs, 1 to 1,024 (default: number of CPUs; never more than the runs).
     #[arg(long, value_name = "N", value_parser = parse_jobs)]
     jobs: Option<usize>,
+    #[command(flatten)]
+    exec: super::cluster::ExecutorArgs,
     /// The reduced version: each file's `quick` seeds and windows (default: its first
     /// two seeds); every report says it is reduced.
     #[arg(long)]
@@ -191,11 +193,13 @@ pub fn run(c: ReproduceCommand) -> Result<i32> {
                 std::iter::once("cachesched reproduce".to_string()).chain(words),
             )
             .unwrap_or_else(|e| e.exit());
+            cmd.args.exec.apply()?;
             Ok(reproduce_papers(&[cmd.paper], &cmd.args.into())?)
         }
         ReproduceCommand::All(a) => {
+            a.exec.apply()?;
             let papers = papers_in(&a.experiments)?;
-            Ok(reproduce_papers(&papers, &a.into())?)
+            Ok(reproduce_papers(&papers, &(*a).into())?)
         }
         ReproduceCommand::CascSensitivity(a) => Ok(sensitivity::run(a.into())?),
     }

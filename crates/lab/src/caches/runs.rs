@@ -50,12 +50,18 @@ struct Stored {
 /// is `k`. Anything else is run again: an entry that holds another key's run is said on
 /// stderr; an unreadable one (cut, or written before entries held their keys) is not.
 pub fn load(k: u64) -> Result<Option<RunResult>> {
-    let path = crate::caches::entry_path(&cache_dir()?, k);
+    Ok(load_in(&cache_dir()?, k))
+}
+
+/// [`load`] from run cache directory `dir` (a cluster's shared run cache, named in a
+/// batch's manifest).
+pub fn load_in(dir: &std::path::Path, k: u64) -> Option<RunResult> {
+    let path = crate::caches::entry_path(dir, k);
     let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(None);
+        return None;
     };
     let Ok(s) = serde_json::from_str::<Stored>(&text) else {
-        return Ok(None);
+        return None;
     };
     let want = format!("{k:016x}");
     if s.key != want {
@@ -64,9 +70,9 @@ pub fn load(k: u64) -> Result<Option<RunResult>> {
             path.display(),
             s.key
         );
-        return Ok(None);
+        return None;
     }
-    Ok(Some(s.result))
+    Some(s.result)
 }
 
 /// The result in an entry of a build before model versions (a bare result, as entries
@@ -82,11 +88,16 @@ pub fn read_entry_of_old_build(path: &std::path::Path) -> Option<RunResult> {
 
 /// Stores `r` as the result of the run with key `k`.
 pub fn store(k: u64, r: &RunResult) -> Result<()> {
+    store_in(&cache_dir()?, k, r)
+}
+
+/// [`store`] into run cache directory `dir`.
+pub fn store_in(dir: &std::path::Path, k: u64, r: &RunResult) -> Result<()> {
     let s = Stored {
         key: format!("{k:016x}"),
         result: r.clone(),
     };
-    crate::caches::store_entry(&cache_dir()?, "run cache", k, &serde_json::to_string(&s)?)
+    crate::caches::store_entry(dir, "run cache", k, &serde_json::to_string(&s)?)
 }
 
 /// Whether the run cache holds a usable entry for key `k`.

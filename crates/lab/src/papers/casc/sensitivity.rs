@@ -249,7 +249,7 @@ pub fn run(a: Options) -> Result<i32> {
     );
     crate::papers::validate(&sc)?;
     let Some((jobs, runs)) = run_scenario(&sc, sc.jobs()?, &a.out, a.jobs)? else {
-        return Ok(130);
+        return Ok(crate::runner::halt_code());
     };
     // per case and seed: the change, CASC against TS on the same workload and seed
     let per_seed = |ci: usize, m: &str| -> Vec<f64> {
