@@ -480,6 +480,7 @@ pub fn read_manifest(path: &Path) -> Result<Manifest> {
 /// limit), keeping the runs made.
 pub fn run_batch(manifest: &Path, index: usize) -> Result<(usize, usize)> {
     let m = read_manifest(manifest)?;
+    let started = Instant::now();
     let Some(task) = m.tasks.get(index) else {
         return Err(invalid!(
             "'{}' has {} task(s): no task {index}",
@@ -520,7 +521,11 @@ pub fn run_batch(manifest: &Path, index: usize) -> Result<(usize, usize)> {
         }
         runs::store_in(&m.runs_dir, k, &res)?;
         made += 1;
-        eprintln!("{}: made in {:.1} s", r.label, t0.elapsed().as_secs_f64());
+        eprintln!("{}: made in {:.3} s", r.label, t0.elapsed().as_secs_f64());
     }
+    eprintln!(
+        "task {index}: {made} run(s) made, {there} already in the run cache, {:.3} s in all",
+        started.elapsed().as_secs_f64()
+    );
     Ok((made, there))
 }

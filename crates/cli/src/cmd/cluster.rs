@@ -107,10 +107,6 @@ pub struct RunBatchArgs {
 
 /// `cachesched run-batch`.
 pub fn run_batch(a: RunBatchArgs) -> Result<i32> {
-    let (made, there) = slurm::run_batch(&a.manifest, a.index)?;
-    eprintln!(
-        "task {}: {made} run(s) made, {there} already in the run cache",
-        a.index
-    );
+    slurm::run_batch(&a.manifest, a.index)?;
     Ok(0)
 }
