@@ -389,7 +389,7 @@ impl Progress {
 }
 
 /// Seconds as `1m05s` (or `42s`).
-fn clock(secs: f64) -> String {
+pub(crate) fn clock(secs: f64) -> String {
     let s = secs.round() as u64;
     if s >= 60 {
         format!("{}m{:02}s", s / 60, s % 60)

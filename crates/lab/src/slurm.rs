@@ -227,18 +227,17 @@ fn wait(s: &SlurmSettings, job: &str, m: &Manifest) -> Result<Option<()>> {
     let total: usize = m.tasks.iter().map(Vec::len).sum();
     let start = Instant::now();
     let mut last = (usize::MAX, Instant::now());
+    // the runs not seen in the run cache yet: a landed entry is read once, not at
+    // every look
+    let mut pending: Vec<&BatchRun> = m.tasks.iter().flatten().collect();
     loop {
-        let landed = m
-            .tasks
-            .iter()
-            .flatten()
-            .filter(|r| landed(&m.runs_dir, &r.key))
-            .count();
+        pending.retain(|r| !landed(&m.runs_dir, &r.key));
+        let landed = total - pending.len();
         let active = job_active(job);
         if landed != last.0 || last.1.elapsed() >= Duration::from_secs(60) || !active {
             eprintln!(
                 "slurm job {job}: {landed}/{total} runs landed, {} elapsed",
-                clock(start.elapsed())
+                crate::runner::clock(start.elapsed().as_secs_f64())
             );
             last = (landed, Instant::now());
         }
@@ -433,16 +432,6 @@ fn size_tasks(cfgs: &[&SimConfig], minutes: f64) -> Result<usize> {
 /// `p` made absolute against the current directory.
 fn absolute(p: &Path) -> Result<PathBuf> {
     std::path::absolute(p).map_err(Error::io("cannot make an absolute path of", p))
-}
-
-/// A duration as `1m05s` (or `42s`).
-fn clock(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
 }
 
 /// Reads a manifest, refusing one of another format or model version.
