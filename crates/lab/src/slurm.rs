@@ -105,7 +105,7 @@ pub struct BatchRun {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
-    /// [`FORMAT`].
+    /// The manifest format's version (a task refuses a manifest of another version).
     pub format: u32,
     /// The model version of the submitting binary (a task's binary must match it, or
     /// its keys would differ).
