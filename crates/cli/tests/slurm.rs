@@ -79,8 +79,9 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// A scenario of 2 variants × `seeds` of a 4-thread mix on core2-4m, `ms` long.
-fn scenario(path: &Path, seeds: &str, ms: u32) {
+/// A scenario of 2 variants × `seeds` of a 4-thread mix on core2-4m, `ms` long, with
+/// `metrics` (a metric against running alone needs a solo run per program and seed).
+fn scenario(path: &Path, seeds: &str, ms: u32, metrics: &str) {
     std::fs::write(
         path,
         format!(
@@ -90,7 +91,7 @@ machine = "core2-4m"
 duration_ms = {ms}
 warmup_ms = 2
 seeds = [{seeds}]
-metrics = ["ips"]
+metrics = [{metrics}]
 
 [[variants]]
 label = "baseline"
@@ -140,6 +141,23 @@ fn assert_same_tree(a: &Path, b: &Path) {
     }
 }
 
+/// Every file of `a` is in `b` with the same bytes; returns how many more files `b` has.
+fn assert_within(a: &Path, b: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(a).unwrap() {
+        let e = e.unwrap();
+        let other = b.join(e.file_name());
+        assert!(
+            std::fs::read(e.path()).unwrap() == std::fs::read(&other).unwrap_or_default(),
+            "{} differs from {}",
+            e.path().display(),
+            other.display()
+        );
+        n += 1;
+    }
+    std::fs::read_dir(b).unwrap().count() - n
+}
+
 /// Run cache entries in `dir`.
 fn entries(dir: &Path) -> usize {
     std::fs::read_dir(dir).map_or(0, |d| {
@@ -164,13 +182,15 @@ fn job_of(said: &str) -> String {
 }
 
 /// Fails if:
-/// - the Slurm executor's results (reports, tables, plots) or run cache entries differ
-///   in any byte from a local run of the same scenario;
+/// - the Slurm executor's results (reports, tables, plots), run cache entries or solo
+///   references differ in any byte from a local run of the same scenario, or its solo
+///   runs are not an array of their own;
 /// - a task cancelled mid-run is not named with its state (CANCELLED) and its log, or
 ///   the command exits 0 without its runs;
 /// - running the command again submits more than the runs that did not land;
 /// - `--detach` does not return with exit 0 before the results, or running the command
-///   again does not finish them.
+///   again while that job is still queued does not wait for it (saying why it waits)
+///   but submits the runs again, or does not finish them.
 #[test]
 fn slurm_array_same_bytes_failure_resume_and_detach() {
     let d = tmp("slurm");
@@ -210,9 +230,10 @@ fn slurm_array_same_bytes_failure_resume_and_detach() {
         assert!(o.status.success(), "{}", text(&o));
     };
 
-    // 1. the same bytes as a local run: 8 runs in 3 tasks
+    // 1. the same bytes as a local run: 8 runs in 3 tasks, then their 8 solo runs
+    // (2 programs × 4 seeds) in 3 more
     let tiny = d.join("tiny.toml");
-    scenario(&tiny, "1, 2, 3, 4", 6);
+    scenario(&tiny, "1, 2, 3, 4", 6, r#""ips", "stp""#);
     let o = slurm(
         &d.join("runs-s"),
         &tiny,
@@ -223,17 +244,26 @@ fn slurm_array_same_bytes_failure_resume_and_detach() {
     .unwrap();
     let said = text(&o);
     assert!(o.status.success(), "{said}");
-    assert!(
-        said.contains("8 runs in 3 array task(s) of at most 3"),
-        "{said}"
+    assert_eq!(
+        said.matches("8 runs in 3 array task(s) of at most 3")
+            .count(),
+        2,
+        "the runs and then the solo runs as arrays: {said}"
     );
     local(&d.join("runs-l"), &tiny, &d.join("out-l"));
     assert_same_tree(&d.join("out-s"), &d.join("out-l"));
-    assert_same_tree(&d.join("runs-s"), &d.join("runs-l"));
+    assert_same_tree(&d.join("runs-s.solo"), &d.join("runs-l.solo"));
+    // the Slurm side's run cache also holds the solo runs, which a local run makes
+    // without keeping them there
+    assert_eq!(
+        assert_within(&d.join("runs-l"), &d.join("runs-s")),
+        8,
+        "the 8 solo runs"
+    );
 
     // 2. a task cancelled mid-run: named, and then only its runs submitted again
     let long = d.join("long.toml");
-    scenario(&long, "11, 12", 20);
+    scenario(&long, "11, 12", 20, r#""ips""#);
     let runs = d.join("runs-f");
     let child = slurm(&runs, &long, &d.join("out-f"), &["--runs-per-task", "2"])
         .stdout(Stdio::piped())
@@ -292,13 +322,19 @@ fn slurm_array_same_bytes_failure_resume_and_detach() {
     local(&d.join("runs-fl"), &long, &d.join("out-fl"));
     assert_same_tree(&d.join("out-f"), &d.join("out-fl"));
 
-    // 3. detached: returns at once with 0; the same command again finishes it
+    // 3. detached (and held, so that it is still queued): returns at once with 0; the
+    // same command again waits for that job, saying why it waits, and submits nothing
     let det = d.join("detach.toml");
-    scenario(&det, "21, 22", 6);
+    scenario(&det, "21, 22", 6, r#""ips""#);
     let runs = d.join("runs-d");
-    let o = slurm(&runs, &det, &d.join("out-d"), &["--detach"])
-        .output()
-        .unwrap();
+    let o = slurm(
+        &runs,
+        &det,
+        &d.join("out-d"),
+        &["--detach", "--slurm-args", "--hold"],
+    )
+    .output()
+    .unwrap();
     let said_d = text(&o);
     assert!(o.status.success(), "{said_d}");
     assert!(said_d.contains("detached: Slurm job"), "{said_d}");
@@ -306,9 +342,29 @@ fn slurm_array_same_bytes_failure_resume_and_detach() {
         !d.join("out-d/results.json").exists(),
         "detached, nothing is written"
     );
-    let o = slurm(&runs, &det, &d.join("out-d"), &[]).output().unwrap();
+    let held = job_of(&said_d);
+    let again = slurm(&runs, &det, &d.join("out-d"), &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let st = Command::new("scontrol")
+        .args(["release", &held])
+        .env("SLURM_CONF", &c.conf)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = again.wait_with_output().unwrap();
     let said_2 = text(&o);
     assert!(o.status.success(), "{said_2}");
+    assert!(
+        said_2.contains(&format!(
+            "Slurm job {held}, still queued or running, makes 4 of these runs: waiting for it"
+        )),
+        "{said_2}"
+    );
+    assert!(said_2.contains("(pending: JobHeldUser)"), "{said_2}");
     assert!(
         !said_2.contains("submitted Slurm job"),
         "the runs of the detached job are not submitted again: {said_2}"

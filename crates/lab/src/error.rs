@@ -104,6 +104,20 @@ pub enum Error {
         /// Runs made and stored before the signal.
         made: usize,
     },
+    /// Runs of a Slurm job did not land in the run cache (a task failed, was cancelled
+    /// or timed out); `tasks` names each such task with its state and log.
+    #[error(
+        "{missing} run(s) of Slurm job {job} did not land in the run cache:\n{tasks}\n\
+         run the same command again to submit only those"
+    )]
+    RunsNotLanded {
+        /// The job id.
+        job: String,
+        /// Runs missing.
+        missing: usize,
+        /// One line per task with runs missing.
+        tasks: String,
+    },
     /// A recording was interrupted (Ctrl-C or SIGTERM) and nothing was kept.
     #[error("interrupted after {instructions} instructions; nothing was kept")]
     Interrupted {

@@ -114,7 +114,7 @@ pub fn complete(
     if sc.wants_solo() {
         let cfgs: Vec<&SimConfig> = jobs_list.iter().map(|j| &j.cfg).collect();
         let Some(()) = attach_solo_runs(&cfgs, &mut runs, workers)? else {
-            eprintln!("interrupted; nothing written");
+            eprintln!("{}", crate::runner::halt_message());
             return Ok(None);
         };
     }

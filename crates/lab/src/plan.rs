@@ -40,6 +40,16 @@ struct FileCost {
     /// with another seed tells the length of ([`sibling_ms`]): counted at their whole
     /// duration, an upper bound.
     bounded: usize,
+    /// The simulated seconds of the longest run to make, per machine name, of the runs
+    /// (`[0]`) and of the solo runs (`[1]`): on a large cluster, a file takes at least
+    /// its longest run per round.
+    longest_s: [BTreeMap<String, f64>; 2],
+    /// Rounds of runs the file makes at most: 1, or with seeds added one at a time, one
+    /// per seed from the first seeds' round on.
+    rounds: usize,
+    /// Mixes whose metrics need solo runs: with the Slurm executor, each makes its
+    /// solo runs as an array of its own, after the runs.
+    solo_mixes: usize,
 }
 
 /// The name a plan groups runs by: the machine's name, with its LLC size (a sweep's
@@ -96,8 +106,15 @@ fn costs(
             solo: (0, 0),
             pending_s: BTreeMap::new(),
             bounded: 0,
+            longest_s: [BTreeMap::new(), BTreeMap::new()],
+            rounds: planned
+                .iter()
+                .map(|p| p.sc.seeds.len() + 1 - p.sc.first_seeds().max(1))
+                .max()
+                .unwrap_or(1),
+            solo_mixes: planned.iter().filter(|p| p.sc.wants_solo()).count(),
         };
-        let mut pending = |cfg: &SimConfig, fc: &mut FileCost| -> Result<()> {
+        let mut pending = |cfg: &SimConfig, solo: bool, fc: &mut FileCost| -> Result<()> {
             let m = machine_of(cfg)?;
             let ms = match cfg.stop_after_quanta {
                 Some(_) => {
@@ -121,6 +138,10 @@ fn costs(
                 None => cfg.duration_ms,
             };
             *fc.pending_s.entry(m.clone()).or_default() += ms / 1e3;
+            let longest = fc.longest_s[usize::from(solo)]
+                .entry(m.clone())
+                .or_default();
+            *longest = longest.max(ms / 1e3);
             probes.entry(m).or_insert_with(|| cfg.clone());
             Ok(())
         };
@@ -135,7 +156,7 @@ fn costs(
                 if crate::caches::runs::holds(k)? {
                     fc.cached += 1;
                 } else {
-                    pending(&j.cfg, &mut fc)?;
+                    pending(&j.cfg, false, &mut fc)?;
                 }
             }
             if !p.sc.wants_solo() {
@@ -152,7 +173,7 @@ fn costs(
                 if held.contains_key(k) {
                     fc.solo.1 += 1;
                 } else {
-                    pending(cfg, &mut fc)?;
+                    pending(cfg, true, &mut fc)?;
                 }
             }
         }
@@ -285,7 +306,78 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
             format!("{:.2}", hours(1) / workers as f64)
         )
     );
+    if let crate::slurm::Executor::Slurm(s) = crate::slurm::executor() {
+        print_cluster(&least, &most, &rate, s);
+    }
     Ok(())
+}
+
+/// Seconds a Slurm array adds to a round beyond its tasks: `sbatch`, Slurm starting the
+/// first tasks, and the submitting command noticing the end at its next look (5 s
+/// apart by default). A 2-run experiment took 6.1 s longer through the single-node
+/// Slurm of `scripts/slurm-single-node` than locally (docs/cluster.md); a busy
+/// production cluster can queue an array for much longer.
+const ARRAY_LATENCY_S: f64 = 6.0;
+
+/// Seconds of a CPU an array task costs beyond its runs: Slurm starts the next task on
+/// a freed CPU at its next scheduling pass, and the task starts the binary and reads
+/// its manifest. On the single-node Slurm, tasks of sub-second runs started two at a
+/// time every 3 s (docs/cluster.md).
+const TASK_OVERHEAD_S: f64 = 3.0;
+
+/// Prints the estimated wall time of the plan (`least`, `most`, at `rate` worker-s per
+/// simulated s per machine) on 1, 4, 16 and 64 nodes of `s.node_cores` cores: per file,
+/// its worker time (runs, solo runs, and each task's overhead, tasks sized as the
+/// executor sizes them) spread over every core, but no less than its rounds one after
+/// the other, each an array of runs at least as long as its longest run (and a task's
+/// minute) and then, per mix that needs them, an array of solo runs at least as long as
+/// its longest; each array with its latency. Files run one after the other, as
+/// `reproduce` makes them.
+fn print_cluster(
+    least: &[FileCost],
+    most: &[FileCost],
+    rate: &BTreeMap<String, f64>,
+    s: &crate::slurm::SlurmSettings,
+) {
+    let wall = |fc: &FileCost, rounds: usize, cores: usize| -> f64 {
+        let work: f64 = fc.pending_s.iter().map(|(m, x)| x * rate[m]).sum();
+        let n = (fc.runs - fc.cached) + (fc.solo.0 - fc.solo.1);
+        if work <= 0.0 || n == 0 {
+            return 0.0;
+        }
+        let tasks = crate::slurm::task_count(n, work / n as f64, s.task_minutes, Some(cores));
+        let longest = |k: usize| -> f64 {
+            fc.longest_s[k]
+                .iter()
+                .map(|(m, x)| x * rate[m])
+                .fold(0.0, f64::max)
+        };
+        let solo_stages = if fc.longest_s[1].is_empty() {
+            0
+        } else {
+            fc.solo_mixes.max(1)
+        };
+        let spread = (work + tasks as f64 * TASK_OVERHEAD_S) / cores as f64;
+        let round = longest(0).max(work.min(60.0)) + solo_stages as f64 * longest(1);
+        spread.max(rounds as f64 * round) + (rounds * (1 + solo_stages)) as f64 * ARRAY_LATENCY_S
+    };
+    println!(
+        "\non a Slurm cluster of nodes with {} cores (an estimate: each file's worker time \
+         spread over every core, but no less than its rounds one after the other, each as \
+         long as its longest run; tasks sized for about {} min; {ARRAY_LATENCY_S} s per \
+         array and {TASK_OVERHEAD_S} s per task as measured on a single-node Slurm here; \
+         queueing on a busy cluster not counted):\n\n| nodes | cores | est. hours |\n|---:|---:|---:|",
+        s.node_cores, s.task_minutes
+    );
+    for nodes in [1usize, 4, 16, 64] {
+        let cores = nodes * s.node_cores;
+        let lo: f64 = least.iter().map(|fc| wall(fc, 1, cores)).sum();
+        let hi: f64 = most.iter().map(|fc| wall(fc, fc.rounds, cores)).sum();
+        println!(
+            "| {nodes} | {cores} | {} |",
+            span(format!("{:.2}", lo / 3600.0), format!("{:.2}", hi / 3600.0))
+        );
+    }
 }
 
 /// One row of the plan's table: `name`, then runs, cached, to run, solo runs to run

@@ -207,7 +207,8 @@ pub fn announce_solo_runs(sc: &Scenario, cfgs: &[&SimConfig]) -> Result<()> {
 }
 
 /// Gives every thread of `runs` (the results of `cfgs`) its solo reference: cached
-/// ones are read, the others run on `workers` and cached (see [`crate::caches::solo`]).
+/// ones are read, the others run on `workers` (or, with the Slurm executor, as a job
+/// array into the run cache) and cached (see [`crate::caches::solo`]).
 /// `None` if interrupted.
 pub fn attach_solo_runs(
     cfgs: &[&SimConfig],
@@ -234,9 +235,14 @@ pub fn attach_solo_runs(
             let c = solo_cfgs[i];
             format!("solo run of '{}' seed {}", c.threads[0].name(), c.seed)
         };
-        let Some(solo_runs) =
-            run_configs(&solo_cfgs, &label, workers.min(missing.len()), &|_, _| {})?
-        else {
+        let workers = workers.min(missing.len());
+        // on a cluster, solo runs are an array of their own like the runs (they land
+        // in the run cache, under the same keys as in the solo cache)
+        let solo_runs = match crate::slurm::executor() {
+            crate::slurm::Executor::Local => run_configs(&solo_cfgs, &label, workers, &|_, _| {})?,
+            crate::slurm::Executor::Slurm(_) => cached_or_run(&solo_cfgs, &label, workers)?,
+        };
+        let Some(solo_runs) = solo_runs else {
             return Ok(None);
         };
         for ((k, c), r) in missing.iter().zip(&solo_runs) {

@@ -27,17 +27,23 @@ pub struct ExecutorArgs {
     /// measured here, to about --slurm-task-minutes per task).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     runs_per_task: Option<u64>,
-    /// Worker minutes per array task when tasks are sized by cost, 1 to 1,440.
-    #[arg(long, value_name = "MIN", default_value_t = 10.0)]
-    slurm_task_minutes: f64,
+    /// Worker minutes per array task when tasks are sized by cost, 1 to 1,440
+    /// (default 10).
+    #[arg(long, value_name = "MIN")]
+    slurm_task_minutes: Option<f64>,
     /// Return as soon as the array is submitted; the same command run again reads
     /// what has landed (waiting for the job while it runs) and submits only what is
     /// missing.
     #[arg(long)]
     detach: bool,
-    /// Seconds between two looks at squeue and the run cache while waiting, 0.2 to 600.
-    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
-    slurm_poll_s: f64,
+    /// Seconds between two looks at squeue and the run cache while waiting, 0.2 to 600
+    /// (default 5).
+    #[arg(long, value_name = "SECS")]
+    slurm_poll_s: Option<f64>,
+    /// Cores per node of the cluster, 1 to 4,096, for `--plan`'s estimate of the wall
+    /// time on 1, 4, 16 and 64 nodes (default 32).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    slurm_node_cores: Option<u64>,
 }
 
 impl ExecutorArgs {
@@ -46,27 +52,28 @@ impl ExecutorArgs {
         let slurm_only = self.slurm_dir.is_some()
             || self.slurm_args.is_some()
             || self.runs_per_task.is_some()
+            || self.slurm_node_cores.is_some()
+            || self.slurm_task_minutes.is_some()
+            || self.slurm_poll_s.is_some()
             || self.detach;
         if self.executor == "local" {
             if slurm_only {
                 anyhow::bail!(
-                    "--slurm-dir, --slurm-args, --runs-per-task and --detach are options of --executor slurm"
+                    "--slurm-dir, --slurm-args, --runs-per-task, --slurm-task-minutes, --slurm-poll-s, \
+                 --slurm-node-cores and --detach are options of --executor slurm: add \
+                 --executor slurm, or leave them out"
                 );
             }
             slurm::set_executor(Executor::Local);
             return Ok(());
         }
-        if !(1.0..=1440.0).contains(&self.slurm_task_minutes) {
-            anyhow::bail!(
-                "--slurm-task-minutes {}: give 1 to 1,440 minutes",
-                self.slurm_task_minutes
-            );
+        let task_minutes = self.slurm_task_minutes.unwrap_or(10.0);
+        if !(1.0..=1440.0).contains(&task_minutes) {
+            anyhow::bail!("--slurm-task-minutes {task_minutes}: give 1 to 1,440 minutes");
         }
-        if !(0.2..=600.0).contains(&self.slurm_poll_s) {
-            anyhow::bail!(
-                "--slurm-poll-s {}: give 0.2 to 600 seconds",
-                self.slurm_poll_s
-            );
+        let poll_s = self.slurm_poll_s.unwrap_or(5.0);
+        if !(0.2..=600.0).contains(&poll_s) {
+            anyhow::bail!("--slurm-poll-s {poll_s}: give 0.2 to 600 seconds");
         }
         let dir = match &self.slurm_dir {
             Some(d) => d.clone(),
@@ -85,10 +92,11 @@ impl ExecutorArgs {
                 .map(str::to_string)
                 .collect(),
             runs_per_task: self.runs_per_task.map(|n| n as usize),
-            task_minutes: self.slurm_task_minutes,
+            task_minutes,
             detach: self.detach,
-            poll: Duration::from_secs_f64(self.slurm_poll_s),
+            poll: Duration::from_secs_f64(poll_s),
             binary: std::env::current_exe()?,
+            node_cores: self.slurm_node_cores.unwrap_or(32) as usize,
         }));
         Ok(())
     }
