@@ -24,9 +24,10 @@
 //! tasks (read from `scontrol show config`).
 //! Real programs' traces are recorded on the submitting machine into the trace cache
 //! when the scenario is loaded, before any array (a configuration names its trace by
-//! path, so the trace cache must be shared too). Solo reference runs the runs need are
-//! a second array, after the first ([`crate::runner::attach_solo_runs`]): they land in
-//! the run cache under their solo keys and are then kept in the solo cache here.
+//! path, so the trace cache must be shared too). Solo reference runs a mix's runs need
+//! are an array of their own, after its runs ([`crate::runner::attach_solo_runs`]):
+//! they land in the run cache under their solo keys and are then kept in the solo cache
+//! here.
 
 use crate::caches::runs;
 use crate::error::{invalid, Error, Result, ResultExt};
@@ -149,17 +150,14 @@ pub fn run(
     let dir = absolute(&s.dir)?;
     std::fs::create_dir_all(dir.join("logs"))
         .map_err(Error::io("cannot create the Slurm directory", &dir))?;
+    let hex: Vec<String> = keys.iter().map(|k| format!("{k:016x}")).collect();
     // jobs still queued or running that make some of these runs
     let mut jobs: Vec<(String, Manifest)> = Vec::new();
     let mut covered = std::collections::HashSet::new();
     for (job, m) in active_jobs(&dir, &runs_dir)? {
         let theirs: std::collections::HashSet<&str> =
             m.tasks.iter().flatten().map(|r| r.key.as_str()).collect();
-        let shared = keys
-            .iter()
-            .map(|k| format!("{k:016x}"))
-            .filter(|k| theirs.contains(k.as_str()))
-            .count();
+        let shared = hex.iter().filter(|k| theirs.contains(k.as_str())).count();
         if shared == 0 {
             continue;
         }
@@ -170,7 +168,7 @@ pub fn run(
         jobs.push((job, m));
     }
     let todo: Vec<usize> = (0..cfgs.len())
-        .filter(|&i| !covered.contains(&format!("{:016x}", keys[i])))
+        .filter(|&i| !covered.contains(&hex[i]))
         .collect();
     if !todo.is_empty() {
         let cfgs: Vec<&SimConfig> = todo.iter().map(|&i| cfgs[i]).collect();
@@ -201,6 +199,7 @@ pub fn run(
 /// The jobs of Slurm directory `dir` that Slurm still has queued or running and that
 /// store into run cache `runs_dir`, each with its manifest.
 fn active_jobs(dir: &Path, runs_dir: &Path) -> Result<Vec<(String, Manifest)>> {
+    let queued = queued_jobs()?;
     let mut out = Vec::new();
     let rd = std::fs::read_dir(dir).map_err(Error::io("cannot read the Slurm directory", dir))?;
     let mut files: Vec<PathBuf> = rd
@@ -215,7 +214,7 @@ fn active_jobs(dir: &Path, runs_dir: &Path) -> Result<Vec<(String, Manifest)>> {
         else {
             continue;
         };
-        if !job_active(&sub.job)? {
+        if !queued.contains(&sub.job) {
             continue;
         }
         let manifest = PathBuf::from(f.to_string_lossy().replace(".job.json", ".json"));
@@ -441,22 +440,40 @@ fn task_states(job: &str) -> std::collections::HashMap<usize, String> {
     out
 }
 
-/// Whether Slurm still has job `job` queued or running (any of its array tasks).
-fn job_active(job: &str) -> Result<bool> {
-    Ok(job_state(job)?.is_some())
+/// The ids of every job Slurm has queued or running (of an array, its base id), from
+/// one `squeue` rather than one per job a Slurm directory has ever held.
+fn queued_jobs() -> Result<std::collections::HashSet<String>> {
+    let o = squeue(&["-h", "-o", "%F"])?;
+    if !o.status.success() {
+        return Err(Error::Tool(format!(
+            "squeue failed ({}): {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect())
+}
+
+/// `squeue ARGS`, its output.
+fn squeue(args: &[&str]) -> Result<std::process::Output> {
+    Command::new("squeue")
+        .args(args)
+        .output()
+        .map_err(|source| Error::Spawn {
+            what: "cannot run squeue: is Slurm's client installed and on PATH?".into(),
+            source,
+        })
 }
 
 /// Job `job` as `squeue` sees it: `None` once it has left the queue, else the reason
 /// a pending task of it waits (`squeue`'s `%r`; empty or `None` while running). An
 /// error when `squeue` fails for another reason than not knowing the job.
 fn job_state(job: &str) -> Result<Option<String>> {
-    let o = Command::new("squeue")
-        .args(["-h", "-j", job, "-o", "%T %r"])
-        .output()
-        .map_err(|source| Error::Spawn {
-            what: "cannot run squeue: is Slurm's client installed and on PATH?".into(),
-            source,
-        })?;
+    let o = squeue(&["-h", "-j", job, "-o", "%T %r"])?;
     let err = String::from_utf8_lossy(&o.stderr);
     if !o.status.success() {
         if err.contains("Invalid job id") {
