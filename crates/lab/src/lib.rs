@@ -16,6 +16,7 @@
 //!
 //! Every fallible function returns [`Result`], whose [`Error`] says what failed.
 
+pub mod bbv;
 pub mod bench;
 pub mod caches;
 pub mod checks;

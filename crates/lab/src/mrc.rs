@@ -12,7 +12,7 @@ use cachesched_sim::trace::{is_binary_trace, TraceReader};
 use cachesched_sim::workload::{profile, LocalityThread};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 
 /// Where the accesses come from.
@@ -123,9 +123,8 @@ pub fn measure(spec: &MrcSpec) -> Result<Curve> {
         Source::Trace { path, instructions } => {
             let instructions = *instructions;
             let mut feed = |addr: u64| offer(&mut curves, addr >> shift);
-            let f = std::fs::File::open(path)
+            let mut input = cachesched_sim::trace::open_trace(Path::new(path))
                 .map_err(Error::io("cannot open trace file", path.as_str()))?;
-            let mut input = BufReader::with_capacity(1 << 20, f);
             let mut last_i = 0u64;
             let mut on = |e: TraceEvent| match e {
                 TraceEvent::Instr { addr, .. } if instructions => {

@@ -10,7 +10,7 @@
 //! from which package version, how long it took and how large it is.
 
 use crate::error::{invalid, Error, Result, ResultExt};
-use crate::traces::{record_window, Window};
+use crate::traces::{record_window, Counting, Window};
 use cachesched_core::SimRng;
 use cachesched_sim::ThreadGroup;
 use serde::Serialize;
@@ -29,7 +29,11 @@ const FILES: &[(&str, &str)] = &[
     ("transport.mod", include_str!("real/transport.mod")),
     ("moves.gtp", include_str!("real/moves.gtp")),
     ("prog.c", include_str!("real/prog.c")),
+    ("auction.xsl", include_str!("real/auction.xsl")),
+    ("sentences.txt", include_str!("real/sentences.txt")),
 ];
+
+mod inputs;
 
 /// The generated text input: its name and size.
 const TEXT: (&str, usize) = ("text.txt", 4 << 20);
@@ -51,6 +55,16 @@ pub struct Program {
     pub command: &'static [&'static str],
     /// Instructions skipped (start-up, reading input) and recorded.
     pub window: Window,
+    /// How the window's instructions are counted: lackey's events for the suite's
+    /// first programs, retired instructions for windows chosen from basic-block
+    /// vectors (`cachesched real phases`, [`crate::bbv`]).
+    pub counting: Counting,
+    /// Exit codes that mean the program ran to its end (minisat exits with 10 or 20,
+    /// satisfiable or not).
+    pub exit_codes: &'static [i32],
+    /// A file (`{dir}` as in `command`) given to the program as its standard input
+    /// (`None`: none).
+    pub stdin: Option<&'static str>,
     /// Environment added to the program's (fixed hash seeds, so that recordings
     /// repeat).
     pub env: &'static [(&'static str, &'static str)],
@@ -67,6 +81,9 @@ const PLAIN: Program = Program {
     what: "",
     command: &[],
     window: Window { skip: 0, length: 0 },
+    counting: Counting::Events,
+    exit_codes: &[0],
+    stdin: None,
     env: &[],
     setup: None,
 };
@@ -211,6 +228,73 @@ pub const SUITE: &[Program] = &[
         )),
         ..PLAIN
     },
+    // The papers' programs, or the programs SPEC took them from, added for issue 80.
+    // Their windows are 200 M retired instructions, placed by `cachesched real phases
+    // NAME` (the window nearest the whole run by basic-block vector, crate::bbv), and
+    // their traces are stored compressed.
+    Program {
+        name: "minisat",
+        package: "minisat",
+        what: "MiniSat 2.2 (the timeslice paper's SAT solver) on uniformly random 3-SAT, 225 variables at 4.2 clauses each (the SAT competitions' random category)",
+        command: &["minisat", "-verb=0", "{dir}/random3sat.cnf"],
+        // `cachesched real phases minisat` (2026-12-06): 320 M retired instructions in all; window at 0 M, distance 0.027
+        window: Window { skip: 0, length: 200 * M },
+        counting: Counting::Retired,
+        exit_codes: &[10, 20],
+        ..PLAIN
+    },
+    Program {
+        name: "hmmsearch",
+        package: "hmmer",
+        what: "HMMER 3 (SPEC's hmmer): a profile HMM built from a 24-member family searched against 250 proteins of Swiss-Prot's composition, filters off (--max: full Forward/Backward on every sequence, as HMMER 2's search in SPEC is), one thread",
+        command: &["hmmsearch", "--cpu", "0", "--max", "--noali", "-o", "/dev/null", "{dir}/family.hmm", "{dir}/proteins.fa"],
+        // `cachesched real phases hmmsearch` (2026-12-06): 1,360 M retired instructions in all; window at 500 M, distance 0.032
+        window: Window { skip: 500 * M, length: 200 * M },
+        counting: Counting::Retired,
+        setup: Some((&["hmmbuild", "--cpu", "0", "-o", "/dev/null", "{dir}/family.hmm", "{dir}/family.sto"], "family.hmm")),
+        ..PLAIN
+    },
+    Program {
+        name: "x264",
+        package: "x264",
+        what: "x264 (h264ref's role: H.264 encoding) at its medium preset, one thread, 30 CIF frames of generated video (a panning textured background, three moving discs, noise)",
+        command: &["x264", "--quiet", "--threads", "1", "--lookahead-threads", "1", "--preset", "medium", "--input-res", "352x288", "--fps", "30", "-o", "/dev/null", "{dir}/video.yuv"],
+        // `cachesched real phases x264` (2026-12-06): 1,060 M retired instructions in all; window at 490 M, distance 0.302
+        window: Window { skip: 490 * M, length: 200 * M },
+        counting: Counting::Retired,
+        ..PLAIN
+    },
+    Program {
+        name: "xalan",
+        package: "xalan",
+        what: "Xalan-C (SPEC's xalancbmk) turning an auction site's data (XMark's structure, 5 MB) into an HTML report: keyed look-ups, sorting, grouping, string functions",
+        command: &["Xalan", "-o", "{dir}/auction.html", "{dir}/auction.xml", "{dir}/auction.xsl"],
+        // `cachesched real phases xalan` (2026-12-06): 2,020 M retired instructions in all; window at 760 M, distance 0.643
+        window: Window { skip: 760 * M, length: 200 * M },
+        counting: Counting::Retired,
+        ..PLAIN
+    },
+    Program {
+        name: "cbc",
+        package: "coinor-cbc",
+        what: "COIN-OR Clp through cbc (soplex's role: a simplex LP solver) on a multicommodity network-flow LP (24 commodities, 200 nodes, 1,500 arcs; soplex's pds inputs are multicommodity flows), primal simplex",
+        command: &["cbc", "{dir}/multicommodity.mps", "-primalSimplex"],
+        // `cachesched real phases cbc` (2026-12-06): 600 M retired instructions in all; window at 130 M, distance 0.761
+        window: Window { skip: 130 * M, length: 200 * M },
+        counting: Counting::Retired,
+        ..PLAIN
+    },
+    Program {
+        name: "parser",
+        package: "link-grammar",
+        what: "the Link Grammar parser (SPEC's parser is its 1990s version) on 16 sentences of the GPL-3's text (4-16 words), English dictionary",
+        command: &["link-parser", "en", "-graphics=0", "-verbosity=0", "-batch"],
+        // `cachesched real phases parser` (2026-12-06): 1,950 M retired instructions in all; window at 800 M, distance 0.552
+        window: Window { skip: 800 * M, length: 200 * M },
+        counting: Counting::Retired,
+        stdin: Some("{dir}/sentences.txt"),
+        ..PLAIN
+    },
 ];
 
 /// The program named `name`.
@@ -238,9 +322,13 @@ impl Program {
             "{:?}|{:?}|{:?}|{:?}|{:?}|",
             self.command, self.window, self.env, self.setup, TEXT
         );
+        // the first programs' windows count events and read no input: their hashes
+        // stay as they were
+        if self.counting != Counting::Events || self.stdin.is_some() {
+            s.push_str(&format!("{:?}|{:?}|", self.counting, self.stdin));
+        }
         // only the inputs the command (or its setup) names
-        let setup: &[&str] = self.setup.map(|(c, _)| c).unwrap_or(&[]);
-        let uses = |file: &str| self.command.iter().chain(setup).any(|a| a.contains(file));
+        let uses = |file: &str| self.uses(file);
         for (name, text) in FILES.iter().filter(|(n, _)| uses(n)) {
             s.push_str(name);
             s.push_str(text);
@@ -248,12 +336,42 @@ impl Program {
         if uses(TEXT.0) {
             s.push_str(TEXT_GENERATOR_VERSION);
         }
+        for g in inputs::GENERATED.iter().filter(|g| uses(g.name)) {
+            s.push_str(g.name);
+            s.push_str(g.version);
+        }
         cachesched_core::hash::fnv1a(s.as_bytes())
     }
 
     /// Where its trace is (or will be) in `dir`.
     pub fn trace_path(&self, dir: &Path) -> PathBuf {
-        dir.join(format!("{}-{:016x}.cst", self.name, self.definition_hash()))
+        // windows chosen from basic-block vectors are long: those traces are stored
+        // compressed (the first programs' names stay as they were)
+        let ext = match self.counting {
+            Counting::Events => "cst",
+            Counting::Retired => "cst.zst",
+        };
+        dir.join(format!(
+            "{}-{:016x}.{ext}",
+            self.name,
+            self.definition_hash()
+        ))
+    }
+
+    /// Whether its command, setup or standard input names the input `file`.
+    fn uses(&self, file: &str) -> bool {
+        let setup: &[&str] = self.setup.map(|(c, _)| c).unwrap_or(&[]);
+        self.command
+            .iter()
+            .chain(setup)
+            .chain(&self.stdin)
+            .any(|a| a.contains(file))
+    }
+
+    /// Its standard input's path in `dir`, if it reads one.
+    fn stdin_path(&self, dir: &Path) -> Option<PathBuf> {
+        self.stdin
+            .map(|s| PathBuf::from(s.replace("{dir}", &dir.to_string_lossy())))
     }
 
     /// The command line with `{dir}` filled in and the program found.
@@ -354,8 +472,24 @@ fn write_text(path: &Path, size: usize) -> Result<()> {
     std::fs::write(path, out).map_err(Error::io("cannot write", path))
 }
 
-/// Writes the inputs into `dir` (if missing or different).
-fn write_inputs(dir: &Path) -> Result<()> {
+/// Writes the inputs into `dir` (if missing or different), the generated ones `p`
+/// uses among them.
+fn write_inputs(dir: &Path, p: &Program) -> Result<()> {
+    write_shared_inputs(dir)?;
+    for g in inputs::GENERATED.iter().filter(|g| p.uses(g.name)) {
+        let path = dir.join(g.name);
+        let stamp = dir.join(format!("{}.version", g.name));
+        if std::fs::read_to_string(&stamp).ok().as_deref() != Some(g.version) || !path.exists() {
+            (g.write)(&path)?;
+            std::fs::write(&stamp, g.version).map_err(Error::io("cannot write", &stamp))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the shipped files and the generated text into `dir` (if missing or
+/// different).
+fn write_shared_inputs(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(Error::io("cannot create the trace cache", dir))?;
     for (name, text) in FILES {
         let p = dir.join(name);
@@ -407,9 +541,12 @@ struct Recorded<'a> {
     what: &'a str,
     command: Vec<String>,
     skip_instructions: u64,
+    window_instructions: u64,
+    counting: String,
     instructions: u64,
     events: u64,
     bytes: u64,
+    file_bytes: u64,
     record_seconds: f64,
 }
 
@@ -426,13 +563,16 @@ fn package_version(package: &str) -> String {
 
 /// Records `p` into `dir` (even if a trace exists); returns the trace's path.
 pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
-    write_inputs(dir)?;
+    write_inputs(dir, p)?;
     let cmd = p.command_line(dir)?;
     if let Some((setup, made)) = p.setup {
         run_setup(p, setup, &dir.join(made), dir)?;
     }
     let out = p.trace_path(dir);
-    let tmp = out.with_extension("cst.partial");
+    // NAME-HASH.partial.cst[.zst]: the extension still says whether to compress
+    let name = out.file_name().unwrap_or_default().to_string_lossy();
+    let (stem, ext) = name.split_once('.').unwrap_or((&name, "cst"));
+    let tmp = out.with_file_name(format!("{stem}.partial.{ext}"));
     eprintln!(
         "recording real:{} ({} M instructions after {} M; under valgrind, about {} s) -> {}",
         p.name,
@@ -443,7 +583,8 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         out.display()
     );
     let t0 = Instant::now();
-    let rec = record_window(&cmd, p.env, &tmp, p.window)
+    let stdin = p.stdin_path(dir);
+    let rec = record_window(&cmd, p.env, stdin.as_deref(), &tmp, p.window, p.counting)
         .within(|| format!("recording real:{} failed", p.name))?;
     let secs = t0.elapsed().as_secs_f64();
     std::fs::rename(&tmp, &out).map_err(Error::io("cannot write", &out))?;
@@ -454,23 +595,50 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         what: p.what,
         command: cmd,
         skip_instructions: p.window.skip,
+        window_instructions: p.window.length,
+        counting: format!("{:?}", p.counting).to_lowercase(),
         instructions: rec.instructions,
         events: rec.events,
         bytes: rec.bytes,
+        file_bytes: rec.file_bytes,
         record_seconds: (secs * 10.0).round() / 10.0,
     };
     let json = serde_json::to_string_pretty(&meta)?;
     std::fs::write(out.with_extension("json"), json + "\n")
         .map_err(Error::io("cannot write metadata beside", &out))?;
     eprintln!(
-        "recorded real:{}: {} instructions, {} events, {:.1} MB, {:.1} s",
+        "recorded real:{}: {} instructions, {} events, {:.1} MB ({:.1} MB on disk), {:.1} s",
         p.name,
         rec.instructions,
         rec.events,
         rec.bytes as f64 / 1e6,
+        rec.file_bytes as f64 / 1e6,
         secs
     );
     Ok(out)
+}
+
+/// Runs `p` whole under valgrind's exp-bbv, in intervals of `interval` retired
+/// instructions, in the cache directory `dir` (inputs written and setup run first, as
+/// for a recording), and chooses its most representative window of `window`
+/// instructions ([`crate::bbv::representative`]).
+pub fn phases(
+    p: &Program,
+    dir: &Path,
+    interval: u64,
+    window: u64,
+) -> Result<(crate::bbv::Vectors, crate::bbv::Choice)> {
+    write_inputs(dir, p)?;
+    let cmd = p.command_line(dir)?;
+    if let Some((setup, made)) = p.setup {
+        run_setup(p, setup, &dir.join(made), dir)?;
+    }
+    let stdin = p.stdin_path(dir);
+    let v =
+        crate::bbv::Vectors::measure(&cmd, p.env, stdin.as_deref(), p.exit_codes, interval, dir)
+            .within(|| format!("measuring real:{}'s basic-block vectors failed", p.name))?;
+    let c = crate::bbv::representative(&v, window).within(|| format!("real:{}", p.name))?;
+    Ok((v, c))
 }
 
 /// The trace of `p`, recorded first if the cache does not have it.

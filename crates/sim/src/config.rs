@@ -448,7 +448,7 @@ impl ThreadGroup {
             ));
         }
         let src = if let Some(path) = &self.trace {
-            let bytes = std::fs::read(path)
+            let bytes = crate::trace::read_trace_file(std::path::Path::new(path))
                 .map_err(|e| WorkloadError::Invalid(format!("cannot read trace '{path}': {e}")))?;
             crate::trace::TraceThread::validate(&bytes).map_err(|e| {
                 WorkloadError::Invalid(format!(
@@ -496,7 +496,7 @@ impl ThreadGroup {
 
     /// Parses the command-line mix form `name:count,name:count`, where a name is a
     /// profile, `real:PROGRAM` (a program of the real-program suite) or the path of a
-    /// binary trace (ending in `.cst`); a count of 1 may be left out.
+    /// binary trace (ending in `.cst`, or `.cst.zst` compressed); a count of 1 may be left out.
     pub fn parse_mix(s: &str) -> Result<Vec<ThreadGroup>, WorkloadError> {
         let groups: Vec<ThreadGroup> = s
             .split(',')
@@ -529,7 +529,7 @@ impl ThreadGroup {
                     }
                     g.profile = None;
                     g.real = Some(name.to_string());
-                } else if name.ends_with(".cst") {
+                } else if name.ends_with(".cst") || name.ends_with(".cst.zst") {
                     g.profile = None;
                     g.trace = Some(name.to_string());
                 } else {

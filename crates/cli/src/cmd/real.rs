@@ -12,6 +12,10 @@ pub enum RealCommand {
     List,
     /// Record programs' traces into the cache (all of them with --all).
     Record(RecordArgs),
+    /// Run a program whole under valgrind's exp-bbv and print its most representative
+    /// window: of the windows starting at a multiple of the interval, the one whose
+    /// basic-block vector is nearest the whole run's (SimPoint's rule with one point).
+    Phases(PhasesArgs),
     /// Print where a program's trace is (or will be) in the cache; records nothing.
     Path {
         /// The program (`cachesched real list`).
@@ -31,6 +35,20 @@ pub struct RecordArgs {
     /// Record again even if the cache has a trace.
     #[arg(long)]
     force: bool,
+}
+
+/// Arguments of `cachesched real phases`.
+#[derive(Args, Debug)]
+pub struct PhasesArgs {
+    /// The program (`cachesched real list`).
+    program: String,
+    /// Interval of the basic-block vectors, in millions of retired instructions
+    /// (1-1000).
+    #[arg(long, default_value_t = 10, value_name = "M", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    interval_m: u64,
+    /// Window length, in millions of retired instructions (a multiple of the interval).
+    #[arg(long, default_value_t = 200, value_name = "M", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    window_m: u64,
 }
 
 /// Runs `cachesched real …`.
@@ -59,6 +77,42 @@ pub fn run(c: RealCommand) -> Result<()> {
                 );
             }
             println!("use: --mix real:NAME[:COUNT]; a missing trace is recorded on first use (needs valgrind and the package)");
+            Ok(())
+        }
+        RealCommand::Phases(a) => {
+            let p = program(&a.program)?;
+            eprintln!(
+                "running real:{} whole under valgrind --tool=exp-bbv (intervals of {} M instructions)",
+                p.name, a.interval_m
+            );
+            let t0 = std::time::Instant::now();
+            let (v, c) = cachesched_lab::real::phases(p, &dir, a.interval_m * M, a.window_m * M)?;
+            println!(
+                "real:{}: {:.1} M retired instructions in {} intervals of {} M ({:.0} s under exp-bbv)",
+                p.name,
+                v.total() as f64 / 1e6,
+                v.intervals.len(),
+                a.interval_m,
+                t0.elapsed().as_secs_f64()
+            );
+            println!("distance of each {} M window from the whole run (Manhattan, normalised vectors), by start:", a.window_m);
+            for (i, d) in c.distances.iter().enumerate() {
+                let mark = if i == c.start {
+                    "  <- most representative"
+                } else {
+                    ""
+                };
+                println!("  {:>7} M  {d:.4}{mark}", i as u64 * a.interval_m);
+            }
+            println!(
+                "window: skip {} M, record {} M retired instructions (distance {:.4}); the suite has skip {} M, record {} M ({:?})",
+                c.skip / M,
+                a.window_m,
+                c.distance(),
+                p.window.skip / M,
+                p.window.length / M,
+                p.counting
+            );
             Ok(())
         }
         RealCommand::Path { program: name } => {

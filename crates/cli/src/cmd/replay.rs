@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 use cachesched_lab::traces::{
-    record_window, replay_file, trace_command, CacheSpecs, Recording, Window,
+    record_window, replay_file, trace_command, CacheSpecs, Counting, Recording, Window,
 };
 use clap::{Args, Subcommand};
 use std::io::Write;
@@ -72,7 +72,8 @@ pub enum TraceCommand {
 /// Arguments of `cachesched trace record`.
 #[derive(Args, Debug)]
 pub struct RecordArgs {
-    /// Output file.
+    /// Output file; a name ending in `.zst` is written zstd-compressed (every command
+    /// that reads traces reads both).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     /// Instructions to run before recording starts (start-up, reading the input).
@@ -99,7 +100,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             path.clone()
         }
         (None, false) => {
-            trace_command(&a.command, &[], |e| {
+            trace_command(&a.command, &[], None, |e| {
                 sim.event(e);
                 Ok(true)
             })?;
@@ -121,7 +122,14 @@ pub fn record(a: &RecordArgs) -> Result<Recording> {
         skip: a.skip_instructions,
         length: a.instructions.unwrap_or(u64::MAX),
     };
-    Ok(record_window(&a.command, &[], &a.out, window)?)
+    Ok(record_window(
+        &a.command,
+        &[],
+        None,
+        &a.out,
+        window,
+        Counting::Events,
+    )?)
 }
 
 /// Dispatches `cachesched trace …`.

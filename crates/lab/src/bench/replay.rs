@@ -2,7 +2,7 @@
 //! same program and caches, with identical counts.
 
 use crate::error::{Error, Result};
-use crate::traces::{record_window, replay_file, CacheSpecs, Window};
+use crate::traces::{record_window, replay_file, CacheSpecs, Counting, Window};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -26,21 +26,16 @@ pub(crate) fn cachegrind(
     out: &Path,
 ) -> Result<(f64, Vec<u64>)> {
     let t = Instant::now();
-    let st = Command::new("valgrind")
-        .args(["-q", "--tool=cachegrind", "--cache-sim=yes"])
-        .arg(format!("--I1={}", caches.i1))
-        .arg(format!("--D1={}", caches.d1))
-        .arg(format!("--LL={}", caches.ll))
-        .arg(format!("--cachegrind-out-file={}", out.display()))
-        .args(cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|source| Error::Spawn {
-            what: "cannot run valgrind: install it (e.g. `apt-get install valgrind`)".into(),
-            source,
-        })?;
+    let st = crate::traces::run_valgrind(
+        Command::new("valgrind")
+            .args(["-q", "--tool=cachegrind", "--cache-sim=yes"])
+            .arg(format!("--I1={}", caches.i1))
+            .arg(format!("--D1={}", caches.d1))
+            .arg(format!("--LL={}", caches.ll))
+            .arg(format!("--cachegrind-out-file={}", out.display()))
+            .args(cmd)
+            .stdin(Stdio::null()),
+    )?;
     let secs = t.elapsed().as_secs_f64();
     if !st.success() {
         return Err(Error::Tool(format!("cachegrind failed on {cmd:?}")));
@@ -65,7 +60,7 @@ pub fn run(a: &ReplayBench) -> Result<()> {
     let scratch = super::Scratch::new()?;
     let dir = scratch.path();
     let trace = dir.join("trace.cst");
-    let rec = record_window(&a.command, &[], &trace, Window::ALL)?;
+    let rec = record_window(&a.command, &[], None, &trace, Window::ALL, Counting::Events)?;
     let (events, bytes) = (rec.events, rec.bytes);
     println!("program: {}", a.command.join(" "));
     println!("trace: {events} events, {bytes} bytes");

@@ -68,6 +68,55 @@ pub fn is_binary_trace(prefix: &[u8]) -> bool {
 /// The header byte of the end record.
 const END: u8 = 0x70;
 
+/// The magic bytes of a zstd frame: a trace file starting with them is a binary trace
+/// compressed with zstd (how the real-program suite stores its traces).
+pub const ZSTD_MAGIC: &[u8; 4] = &[0x28, 0xB5, 0x2F, 0xFD];
+
+/// Largest trace, decompressed, that [`read_trace_file`] accepts: 16 GiB, far above any
+/// window this project records (a 200 M-instruction window is about 0.4 GB).
+pub const MAX_TRACE_BYTES: u64 = 16 << 30;
+
+/// Whether `prefix` starts a zstd-compressed file.
+pub fn is_compressed(prefix: &[u8]) -> bool {
+    prefix.starts_with(ZSTD_MAGIC)
+}
+
+/// The bytes of the trace file at `path`, decompressed if it is zstd-compressed; a
+/// file that decompresses to more than [`MAX_TRACE_BYTES`] is refused.
+pub fn read_trace_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let raw = std::fs::read(path)?;
+    if !is_compressed(&raw) {
+        return Ok(raw);
+    }
+    let mut out = Vec::new();
+    zstd::stream::read::Decoder::new(raw.as_slice())?
+        .take(MAX_TRACE_BYTES + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > MAX_TRACE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("decompresses to more than {MAX_TRACE_BYTES} bytes"),
+        ));
+    }
+    Ok(out)
+}
+
+/// Opens the trace file at `path` for streaming, decompressing it on the way if it is
+/// zstd-compressed.
+pub fn open_trace(path: &std::path::Path) -> std::io::Result<Box<dyn std::io::BufRead>> {
+    use std::io::BufRead;
+    let mut f = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
+    Ok(if is_compressed(f.fill_buf()?) {
+        Box::new(std::io::BufReader::with_capacity(
+            1 << 20,
+            zstd::stream::read::Decoder::with_buffer(f)?,
+        ))
+    } else {
+        Box::new(f)
+    })
+}
+
 /// Encodes events into the binary form.
 pub struct TraceWriter<W: Write> {
     out: W,
@@ -809,6 +858,7 @@ fn varint_fast(data: &[u8], p: &mut usize) -> u64 {
 mod tests {
     use super::*;
     use crate::trace::replay::parse_cg_cache;
+    use std::io::Read;
 
     fn events() -> Vec<TraceEvent> {
         vec![
@@ -841,6 +891,42 @@ mod tests {
                 size: 15,
             },
         ]
+    }
+
+    #[test]
+    fn compressed_files_read_as_the_trace_inside_and_damage_is_refused() {
+        let mut w = TraceWriter::new(Vec::new()).unwrap();
+        for _ in 0..1000 {
+            for e in events() {
+                w.write(e).unwrap();
+            }
+        }
+        let raw = w.finish().unwrap();
+        let packed = zstd::encode_all(raw.as_slice(), 9).unwrap();
+        assert!(
+            packed.len() * 3 < raw.len(),
+            "{} vs {}",
+            packed.len(),
+            raw.len()
+        );
+        let dir = std::env::temp_dir().join(format!("cachesched-zst-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, c) = (
+            dir.join("t.cst"),
+            dir.join("t.cst.zst"),
+            dir.join("bad.cst.zst"),
+        );
+        std::fs::write(&a, &raw).unwrap();
+        std::fs::write(&b, &packed).unwrap();
+        assert_eq!(read_trace_file(&a).unwrap(), raw);
+        assert_eq!(read_trace_file(&b).unwrap(), raw);
+        let mut streamed = Vec::new();
+        open_trace(&b).unwrap().read_to_end(&mut streamed).unwrap();
+        assert_eq!(streamed, raw);
+        // a cut compressed file is an error, not a shorter trace
+        std::fs::write(&c, &packed[..packed.len() / 2]).unwrap();
+        assert!(read_trace_file(&c).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,0 +1,298 @@
+//! Basic-block vectors of a whole run (valgrind's exp-bbv) and the choice of its most
+//! representative window, the rule by which the real-program suite's later windows
+//! are placed.
+//!
+//! A basic-block vector (BBV) of an interval counts, for every basic block, the
+//! instructions the interval executed in it; two intervals with close vectors run the
+//! same code in the same proportions, and so behave alike (Sherwood et al., ASPLOS
+//! 2002, the SimPoint method). The rule here is SimPoint's with a single point and no
+//! clustering: among the windows of the wanted length that start at a multiple of the
+//! interval, take the one whose vector, normalised to sum 1, is nearest to the whole
+//! run's in Manhattan distance (SimPoint's metric); ties go to the earliest, which is
+//! the cheapest to record (lackey has no fast-forward). The window is in retired
+//! instructions, as exp-bbv counts them ([`crate::traces::Counting::Retired`]).
+
+use crate::error::{invalid, Error, Result};
+use std::path::Path;
+use std::process::Command;
+
+/// Largest exp-bbv output read (bytes): a run of 10 G instructions in intervals of
+/// 10 M writes about 1,000 lines of some tens of kilobytes.
+pub const MAX_BBV_BYTES: u64 = 1 << 30;
+
+/// Largest basic-block number accepted: the vectors are held dense.
+pub const MAX_BLOCKS: usize = 1 << 24;
+
+/// A run's basic-block vectors, one per interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vectors {
+    /// Instructions per interval (the last interval may hold fewer).
+    pub interval: u64,
+    /// Per interval: (basic block, instructions executed in it).
+    pub intervals: Vec<Vec<(u32, u64)>>,
+}
+
+impl Vectors {
+    /// Instructions of the whole run.
+    pub fn total(&self) -> u64 {
+        self.intervals
+            .iter()
+            .flat_map(|v| v.iter().map(|&(_, n)| n))
+            .sum()
+    }
+
+    /// Parses exp-bbv's output (`T:block:count :block:count …`, one line per interval)
+    /// for a run measured with intervals of `interval` instructions.
+    pub fn parse(text: &str, interval: u64) -> Result<Vectors> {
+        let mut intervals = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let body = line.strip_prefix('T').ok_or_else(|| {
+                invalid!(
+                    "basic-block vectors, line {}: does not start with 'T'",
+                    i + 1
+                )
+            })?;
+            let mut v = Vec::new();
+            for pair in body.split_whitespace() {
+                let mut it = pair.strip_prefix(':').unwrap_or(pair).split(':');
+                let (Some(b), Some(n), None) = (it.next(), it.next(), it.next()) else {
+                    return Err(invalid!(
+                        "basic-block vectors, line {}: '{pair}' is not ':block:count'",
+                        i + 1
+                    ));
+                };
+                let parse = |s: &str| {
+                    s.parse::<u64>().map_err(|_| {
+                        invalid!("basic-block vectors, line {}: '{s}' is not a count", i + 1)
+                    })
+                };
+                let b = parse(b)?;
+                if b as usize >= MAX_BLOCKS {
+                    return Err(invalid!(
+                        "basic-block vectors, line {}: block {b} is beyond {MAX_BLOCKS}",
+                        i + 1
+                    ));
+                }
+                v.push((b as u32, parse(n)?));
+            }
+            intervals.push(v);
+        }
+        if intervals.is_empty() {
+            return Err(invalid!("basic-block vectors: no interval"));
+        }
+        Ok(Vectors {
+            interval,
+            intervals,
+        })
+    }
+
+    /// Runs `cmd` (with `env` added, `stdin` as its standard input; ending with one of
+    /// `exit_codes`) whole under `valgrind --tool=exp-bbv` with
+    /// intervals of `interval` instructions, in `work` (a scratch directory the output
+    /// is written to and removed from), and reads its vectors.
+    pub fn measure(
+        cmd: &[String],
+        env: &[(&str, &str)],
+        stdin: Option<&Path>,
+        exit_codes: &[i32],
+        interval: u64,
+        work: &Path,
+    ) -> Result<Vectors> {
+        let out = work.join(format!("cachesched-bbv-{}.out", std::process::id()));
+        let _ = std::fs::remove_file(&out);
+        let status = crate::traces::run_valgrind(
+            Command::new("valgrind")
+                .arg("-q")
+                .arg("--tool=exp-bbv")
+                .arg(format!("--interval-size={interval}"))
+                .arg(format!("--bb-out-file={}", out.display()))
+                .args(cmd)
+                .envs(env.iter().copied())
+                .stdin(crate::traces::stdin_of(stdin)?),
+        )?;
+        if !status.code().is_some_and(|c| exit_codes.contains(&c)) {
+            let _ = std::fs::remove_file(&out);
+            return Err(Error::Tool(format!(
+                "'{}' under valgrind --tool=exp-bbv exited with {status}",
+                cmd.join(" ")
+            )));
+        }
+        let len = std::fs::metadata(&out)
+            .map_err(Error::io("exp-bbv wrote no vectors to", &out))?
+            .len();
+        if len > MAX_BBV_BYTES {
+            let _ = std::fs::remove_file(&out);
+            return Err(invalid!(
+                "exp-bbv wrote {len} bytes of vectors, more than {MAX_BBV_BYTES}: use a larger interval"
+            ));
+        }
+        let text = std::fs::read_to_string(&out).map_err(Error::io("cannot read", &out));
+        let _ = std::fs::remove_file(&out);
+        Vectors::parse(&text?, interval)
+    }
+}
+
+/// The chosen window and how near every candidate came.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// First interval of the chosen window.
+    pub start: usize,
+    /// Intervals per window.
+    pub len: usize,
+    /// Instructions before the window ([`Vectors::interval`] × `start`).
+    pub skip: u64,
+    /// Manhattan distance of each candidate window (starting at interval 0, 1, …) from
+    /// the whole run, between vectors normalised to sum 1 (0: the same proportions; 2:
+    /// no block in common).
+    pub distances: Vec<f64>,
+}
+
+impl Choice {
+    /// The chosen window's distance.
+    pub fn distance(&self) -> f64 {
+        self.distances[self.start]
+    }
+}
+
+/// The window of `window` instructions (a multiple of the interval) whose vector is
+/// nearest to the whole run's; only windows of full intervals are candidates.
+pub fn representative(v: &Vectors, window: u64) -> Result<Choice> {
+    if window == 0 || !window.is_multiple_of(v.interval) {
+        return Err(invalid!(
+            "the window ({window} instructions) must be a positive multiple of the interval ({})",
+            v.interval
+        ));
+    }
+    let len = (window / v.interval) as usize;
+    // the last interval is partial unless the run ended right on its boundary
+    let full = v
+        .intervals
+        .iter()
+        .take_while(|iv| iv.iter().map(|&(_, n)| n).sum::<u64>() >= v.interval * 99 / 100)
+        .count();
+    if full < len {
+        return Err(invalid!(
+            "the run has {full} full intervals of {} instructions ({} in all), fewer than the window's {len}: give the program a larger input",
+            v.interval,
+            v.total()
+        ));
+    }
+    let blocks = v
+        .intervals
+        .iter()
+        .flat_map(|iv| iv.iter().map(|&(b, _)| b as usize + 1))
+        .max()
+        .unwrap_or(0);
+    let mut whole = vec![0u64; blocks];
+    for iv in &v.intervals {
+        for &(b, n) in iv {
+            whole[b as usize] += n;
+        }
+    }
+    let whole_sum = whole.iter().sum::<u64>() as f64;
+    let mut win = vec![0u64; blocks];
+    let mut win_sum = 0u64;
+    let add = |win: &mut Vec<u64>, sum: &mut u64, iv: &[(u32, u64)], sign: bool| {
+        for &(b, n) in iv {
+            if sign {
+                win[b as usize] += n;
+                *sum += n;
+            } else {
+                win[b as usize] -= n;
+                *sum -= n;
+            }
+        }
+    };
+    for iv in &v.intervals[..len] {
+        add(&mut win, &mut win_sum, iv, true);
+    }
+    let mut distances = Vec::with_capacity(full - len + 1);
+    for start in 0..=full - len {
+        if start > 0 {
+            add(&mut win, &mut win_sum, &v.intervals[start - 1], false);
+            add(&mut win, &mut win_sum, &v.intervals[start + len - 1], true);
+        }
+        let ws = win_sum.max(1) as f64;
+        let d: f64 = whole
+            .iter()
+            .zip(&win)
+            .map(|(&a, &w)| (w as f64 / ws - a as f64 / whole_sum).abs())
+            .sum();
+        distances.push(d);
+    }
+    let start = distances.iter().enumerate().fold(
+        0,
+        |best, (i, &d)| if d < distances[best] { i } else { best },
+    );
+    Ok(Choice {
+        start,
+        len,
+        skip: start as u64 * v.interval,
+        distances,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of a start-up phase (blocks 0-1) and then a phase alternating two kinds
+    /// of interval (blocks 2-3 and 4-5) two to one, in intervals of 10 instructions.
+    fn run() -> Vectors {
+        let mut intervals = vec![vec![(0, 6), (1, 4)]; 6];
+        for i in 0..30 {
+            intervals.push(if i % 3 == 2 {
+                vec![(4, 5), (5, 5)]
+            } else {
+                vec![(2, 7), (3, 3)]
+            });
+        }
+        intervals.push(vec![(0, 3)]); // a partial last interval
+        Vectors {
+            interval: 10,
+            intervals,
+        }
+    }
+
+    #[test]
+    fn parses_exp_bbv_output() {
+        let v = Vectors::parse("T:12:3   :7:100\nT:12:5 \n", 100).unwrap();
+        assert_eq!(v.intervals, vec![vec![(12, 3), (7, 100)], vec![(12, 5)]]);
+        assert_eq!(v.total(), 108);
+        assert!(Vectors::parse("T:12\n", 100).is_err());
+        assert!(Vectors::parse("X:1:2\n", 100).is_err());
+        assert!(Vectors::parse("", 100).is_err());
+    }
+
+    #[test]
+    fn picks_the_window_in_the_runs_proportions_not_the_start_up() {
+        let v = run();
+        // three intervals: a window of one of each kind of the main phase, two to one,
+        // as the run is (the start-up is a sixth of it, so no window is exact)
+        let c = representative(&v, 30).unwrap();
+        assert!(c.start >= 6, "window in the start-up: {c:?}");
+        assert_eq!(c.skip, c.start as u64 * 10);
+        // the start-up's windows are farthest: no block in common with most of the run
+        assert!(c.distances[0] > 1.5, "{:?}", c.distances);
+        // every window of the main phase holds two of one kind and one of the other:
+        // all equally near; the earliest wins
+        assert_eq!(c.start, 6);
+        // a window of one interval cannot hold both kinds: it takes the commoner
+        let one = representative(&v, 10).unwrap();
+        assert!(one.start >= 6 && (one.start - 6) % 3 != 2, "{one:?}");
+        // the partial last interval is no candidate
+        assert_eq!(one.distances.len(), 36);
+    }
+
+    #[test]
+    fn refuses_windows_longer_than_the_run_or_off_the_interval() {
+        let v = run();
+        assert!(representative(&v, 370).is_err());
+        assert!(representative(&v, 25).is_err());
+        assert!(representative(&v, 360).is_ok());
+    }
+}

@@ -1,0 +1,512 @@
+//! Inputs the real-program suite generates rather than ships: each a deterministic
+//! function of a fixed seed, so every machine writes the same bytes, and each sized so
+//! that its program's whole run stays near a billion instructions (recording runs at
+//! about a million instructions a second: the window has to be reachable).
+
+use crate::error::{Error, Result};
+use cachesched_core::SimRng;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A generated input: its file name, a version bumped whenever its generator changes
+/// what it writes, and the generator.
+pub struct Generated {
+    /// File name in the cache directory.
+    pub name: &'static str,
+    /// Bumped with every change of the bytes written.
+    pub version: &'static str,
+    /// Writes the file.
+    pub write: fn(&Path) -> Result<()>,
+}
+
+/// Every generated input.
+pub const GENERATED: &[Generated] = &[
+    Generated {
+        name: "random3sat.cnf",
+        version: "cnf-v2",
+        write: write_cnf,
+    },
+    Generated {
+        name: "proteins.fa",
+        version: "fasta-v4",
+        write: write_proteins,
+    },
+    Generated {
+        name: "family.sto",
+        version: "sto-v1",
+        write: write_family,
+    },
+    Generated {
+        name: "video.yuv",
+        version: "yuv-v1",
+        write: write_video,
+    },
+    Generated {
+        name: "auction.xml",
+        version: "xml-v1",
+        write: write_auction,
+    },
+    Generated {
+        name: "multicommodity.mps",
+        version: "mps-v2",
+        write: write_mps,
+    },
+];
+
+/// Writes `text` to `path`.
+fn put(path: &Path, text: &[u8]) -> Result<()> {
+    std::fs::write(path, text).map_err(Error::io("cannot write", path))
+}
+
+/// Uniformly random 3-SAT in DIMACS form: 225 variables and 945 clauses (4.2 clauses a
+/// variable, just under the satisfiability threshold near 4.26, where random instances
+/// are hardest: the SAT competitions' random category is made this way). Sized by
+/// MiniSat's time: 250 variables took it 2.5-6.3 s natively, 200 variables 0.06-0.09 s.
+fn write_cnf(path: &Path) -> Result<()> {
+    let (vars, clauses) = (225u64, 945u64);
+    let mut rng = SimRng::new(20261206);
+    let mut s = format!(
+        "c random 3-SAT, cachesched {}\np cnf {vars} {clauses}\n",
+        "cnf-v2"
+    );
+    for _ in 0..clauses {
+        let mut picked = [0u64; 3];
+        for i in 0..3 {
+            picked[i] = loop {
+                let v = 1 + rng.below(vars);
+                if !picked[..i].contains(&v) {
+                    break v;
+                }
+            };
+        }
+        for v in picked {
+            let sign = if rng.chance(0.5) { "-" } else { "" };
+            let _ = write!(s, "{sign}{v} ");
+        }
+        s.push_str("0\n");
+    }
+    put(path, s.as_bytes())
+}
+
+/// The 20 amino acids with their background frequencies in Swiss-Prot (percent;
+/// UniProtKB/Swiss-Prot release statistics), the sequences' composition.
+const AMINO: &[(u8, f64)] = &[
+    (b'A', 8.25),
+    (b'R', 5.53),
+    (b'N', 4.06),
+    (b'D', 5.45),
+    (b'C', 1.37),
+    (b'Q', 3.93),
+    (b'E', 6.75),
+    (b'G', 7.07),
+    (b'H', 2.27),
+    (b'I', 5.96),
+    (b'L', 9.66),
+    (b'K', 5.84),
+    (b'M', 2.42),
+    (b'F', 3.86),
+    (b'P', 4.70),
+    (b'S', 6.56),
+    (b'T', 5.34),
+    (b'W', 1.08),
+    (b'Y', 2.92),
+    (b'V', 6.87),
+];
+
+/// One residue drawn from the background composition.
+fn residue(rng: &mut SimRng) -> u8 {
+    let total: f64 = AMINO.iter().map(|a| a.1).sum();
+    let mut u = rng.unit() * total;
+    for &(a, f) in AMINO {
+        if u < f {
+            return a;
+        }
+        u -= f;
+    }
+    AMINO[AMINO.len() - 1].0
+}
+
+/// A family's ancestor (fixed seed), from which [`write_family`]'s members and the
+/// planted homologues of [`write_proteins`] descend.
+fn ancestor() -> Vec<u8> {
+    let mut rng = SimRng::new(456);
+    (0..300).map(|_| residue(&mut rng)).collect()
+}
+
+/// `anc` with each residue substituted with probability `p`.
+fn mutate(anc: &[u8], p: f64, rng: &mut SimRng) -> Vec<u8> {
+    anc.iter()
+        .map(|&a| if rng.chance(p) { residue(rng) } else { a })
+        .collect()
+}
+
+/// A protein database in FASTA: 250 sequences of 100-700 residues of Swiss-Prot's
+/// composition, one in fifty a homologue of [`ancestor`] (30% of residues substituted)
+/// embedded in random flanks, so that the search finds hits, as SPEC's hmmer search
+/// of a profile against Swiss-Prot does.
+fn write_proteins(path: &Path) -> Result<()> {
+    let mut rng = SimRng::new(4561);
+    let anc = ancestor();
+    let mut s = String::new();
+    for i in 0..250u64 {
+        let mut seq: Vec<u8> = (0..100 + rng.below(600))
+            .map(|_| residue(&mut rng))
+            .collect();
+        if i % 50 == 7 {
+            let at = rng.below(seq.len() as u64) as usize;
+            let hom = mutate(&anc, 0.3, &mut rng);
+            seq.splice(at..at, hom);
+        }
+        let _ = writeln!(s, ">seq{i:05} generated");
+        for line in seq.chunks(60) {
+            s.push_str(std::str::from_utf8(line).expect("ASCII"));
+            s.push('\n');
+        }
+    }
+    put(path, s.as_bytes())
+}
+
+/// A Stockholm alignment of 24 members of [`ancestor`]'s family (20% of residues
+/// substituted each), the input `hmmbuild` makes the searched profile from.
+fn write_family(path: &Path) -> Result<()> {
+    let mut rng = SimRng::new(4562);
+    let anc = ancestor();
+    let mut s = String::from("# STOCKHOLM 1.0\n");
+    for i in 0..24 {
+        let m = mutate(&anc, 0.2, &mut rng);
+        let _ = writeln!(
+            s,
+            "member{i:02} {}",
+            std::str::from_utf8(&m).expect("ASCII")
+        );
+    }
+    s.push_str("//\n");
+    put(path, s.as_bytes())
+}
+
+/// Frame size of [`write_video`]: CIF, the size of SPEC's h264ref inputs (foreman).
+const VIDEO: (usize, usize) = (352, 288);
+
+/// Frames of [`write_video`].
+const FRAMES: usize = 30;
+
+/// Raw 4:2:0 video (planar Y, U, V), CIF, 30 frames: a textured background panning
+/// slowly, three textured discs moving across it at different speeds, and sensor-like
+/// noise, so that motion search, sub-pixel refinement and residual coding all have
+/// work, as in a camera sequence.
+fn write_video(path: &Path) -> Result<()> {
+    let (w, h) = VIDEO;
+    let mut rng = SimRng::new(264);
+    // a fixed texture: sums of a few integer-frequency waves and a noise field
+    let tex: Vec<f64> = (0..(2 * w) * (2 * h)).map(|_| rng.unit() * 24.0).collect();
+    let at = |x: f64, y: f64| {
+        let xi = (x.rem_euclid(2.0 * w as f64)) as usize;
+        let yi = (y.rem_euclid(2.0 * h as f64)) as usize;
+        let wave = 60.0 * ((x / 17.0).sin() * (y / 23.0).cos()) + 30.0 * ((x + y) / 41.0).sin();
+        128.0 + wave + tex[yi * 2 * w + xi]
+    };
+    let discs = [
+        (60.0, 80.0, 40.0, 1.5, 0.5),
+        (200.0, 150.0, 55.0, -1.0, 0.75),
+        (300.0, 60.0, 30.0, 0.5, 1.25),
+    ];
+    let mut out = Vec::with_capacity(w * h * 3 / 2 * FRAMES);
+    for f in 0..FRAMES {
+        let t = f as f64;
+        let (pan_x, pan_y) = (0.7 * t, 0.3 * t);
+        let mut luma = vec![0u8; w * h];
+        for y in 0..h {
+            for x in 0..w {
+                let (fx, fy) = (x as f64, y as f64);
+                let mut v = at(fx + pan_x, fy + pan_y);
+                for &(cx, cy, r, vx, vy) in &discs {
+                    let (dx, dy) = (fx - (cx + vx * t), fy - (cy + vy * t));
+                    if dx * dx + dy * dy < r * r {
+                        v = 0.6 * at(dx * 1.7 + 500.0, dy * 1.7 + 300.0) + 40.0;
+                    }
+                }
+                v += (rng.unit() - 0.5) * 6.0;
+                luma[y * w + x] = v.clamp(0.0, 255.0) as u8;
+            }
+        }
+        out.extend_from_slice(&luma);
+        for plane in 0..2 {
+            for y in 0..h / 2 {
+                for x in 0..w / 2 {
+                    let l = luma[(2 * y) * w + 2 * x] as f64;
+                    let c = 128.0 + (l - 128.0) * if plane == 0 { -0.2 } else { 0.15 };
+                    out.push(c.clamp(0.0, 255.0) as u8);
+                }
+            }
+        }
+    }
+    put(path, &out)
+}
+
+/// A list of words for the auction site's text.
+const WORDS: &[&str] = &[
+    "vintage",
+    "lamp",
+    "brass",
+    "chair",
+    "oak",
+    "table",
+    "mint",
+    "condition",
+    "rare",
+    "stamp",
+    "coin",
+    "silver",
+    "gold",
+    "clock",
+    "mirror",
+    "framed",
+    "print",
+    "signed",
+    "first",
+    "edition",
+    "book",
+    "leather",
+    "camera",
+    "lens",
+    "guitar",
+    "string",
+    "vinyl",
+    "record",
+    "poster",
+    "bicycle",
+    "wheel",
+    "tool",
+    "set",
+    "china",
+    "plate",
+    "glass",
+    "vase",
+    "watch",
+    "pocket",
+    "radio",
+    "valve",
+    "toy",
+    "train",
+    "model",
+    "kit",
+    "map",
+    "atlas",
+    "quilt",
+    "rug",
+    "wool",
+    "carved",
+    "painted",
+    "boxed",
+    "original",
+    "spare",
+    "shipping",
+    "included",
+    "buyer",
+    "pays",
+    "returns",
+    "accepted",
+    "excellent",
+    "good",
+    "fair",
+    "small",
+    "large",
+    "antique",
+    "modern",
+    "pair",
+    "single",
+    "working",
+    "tested",
+];
+
+/// A sentence of `n` words.
+fn sentence(rng: &mut SimRng, n: u64) -> String {
+    (0..n)
+        .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// An auction site's data in XML, in the structure of the XMark benchmark's documents
+/// (the kind SPEC's xalancbmk transforms): 6 regions of items, people with profiles
+/// and watch lists, open auctions with bid histories, closed auctions, categories;
+/// 5,000 items, 3,000 people, 2,400 open and 1,800 closed auctions, about 5 MB.
+fn write_auction(path: &Path) -> Result<()> {
+    let mut rng = SimRng::new(483);
+    let (items, people, open, closed, cats) = (5_000u64, 3_000u64, 2_400u64, 1_800u64, 120u64);
+    let mut s = String::from("<?xml version=\"1.0\"?>\n<site>\n<regions>\n");
+    let regions = [
+        "africa",
+        "asia",
+        "australia",
+        "europe",
+        "namerica",
+        "samerica",
+    ];
+    for (r, region) in regions.iter().enumerate() {
+        let _ = writeln!(s, "<{region}>");
+        for i in (r as u64..items).step_by(regions.len()) {
+            let n = 3 + rng.below(6);
+            let d = 10 + rng.below(40);
+            let _ = writeln!(
+                s,
+                "<item id=\"item{i}\"><location>{}</location><quantity>{}</quantity><name>{}</name><payment>{}</payment><description><text>{}</text></description><incategory category=\"category{}\"/><incategory category=\"category{}\"/><mailbox><mail><from>person{}</from><to>person{}</to><text>{}</text></mail></mailbox></item>",
+                region,
+                1 + rng.below(5),
+                sentence(&mut rng, n),
+                if rng.chance(0.5) { "Creditcard" } else { "Money order, Cash" },
+                sentence(&mut rng, d),
+                rng.below(cats),
+                rng.below(cats),
+                rng.below(people),
+                rng.below(people),
+                {
+                    let n = 8 + rng.below(20);
+                    sentence(&mut rng, n)
+                },
+            );
+        }
+        let _ = writeln!(s, "</{region}>");
+    }
+    s.push_str("</regions>\n<categories>\n");
+    for c in 0..cats {
+        let _ = writeln!(
+            s,
+            "<category id=\"category{c}\"><name>{}</name><description><text>{}</text></description></category>",
+            sentence(&mut rng, 2),
+            sentence(&mut rng, 12)
+        );
+    }
+    s.push_str("</categories>\n<people>\n");
+    for p in 0..people {
+        let _ = write!(
+            s,
+            "<person id=\"person{p}\"><name>{} {}</name><emailaddress>mailto:p{p}@example.org</emailaddress>",
+            WORDS[rng.below(WORDS.len() as u64) as usize],
+            WORDS[rng.below(WORDS.len() as u64) as usize]
+        );
+        if rng.chance(0.6) {
+            let _ = write!(
+                s,
+                "<profile income=\"{}.{:02}\"><interest category=\"category{}\"/><age>{}</age></profile>",
+                10_000 + rng.below(90_000),
+                rng.below(100),
+                rng.below(cats),
+                18 + rng.below(60)
+            );
+        }
+        s.push_str("<watches>");
+        for _ in 0..rng.below(6) {
+            let _ = write!(
+                s,
+                "<watch open_auction=\"open_auction{}\"/>",
+                rng.below(open)
+            );
+        }
+        s.push_str("</watches></person>\n");
+    }
+    s.push_str("</people>\n<open_auctions>\n");
+    for a in 0..open {
+        let mut price = 5 + rng.below(200);
+        let _ = write!(
+            s,
+            "<open_auction id=\"open_auction{a}\"><initial>{price}.00</initial>"
+        );
+        for _ in 0..rng.below(12) {
+            price += 1 + rng.below(20);
+            let _ = write!(
+                s,
+                "<bidder><date>{:02}/{:02}/2001</date><personref person=\"person{}\"/><increase>{}.00</increase></bidder>",
+                1 + rng.below(12),
+                1 + rng.below(28),
+                rng.below(people),
+                1 + rng.below(20)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<current>{price}.00</current><itemref item=\"item{}\"/><seller person=\"person{}\"/><type>{}</type></open_auction>",
+            rng.below(items),
+            rng.below(people),
+            if rng.chance(0.7) { "Regular" } else { "Featured" }
+        );
+    }
+    s.push_str("</open_auctions>\n<closed_auctions>\n");
+    for _ in 0..closed {
+        let _ = writeln!(
+            s,
+            "<closed_auction><seller person=\"person{}\"/><buyer person=\"person{}\"/><itemref item=\"item{}\"/><price>{}.{:02}</price><date>{:02}/{:02}/2001</date><annotation><description><text>{}</text></description></annotation></closed_auction>",
+            rng.below(people),
+            rng.below(people),
+            rng.below(items),
+            5 + rng.below(500),
+            rng.below(100),
+            1 + rng.below(12),
+            1 + rng.below(28),
+            {
+                let n = 6 + rng.below(20);
+                sentence(&mut rng, n)
+            }
+        );
+    }
+    s.push_str("</closed_auctions>\n</site>\n");
+    put(path, s.as_bytes())
+}
+
+/// A multicommodity network-flow LP in free MPS (the family of SPEC's soplex inputs:
+/// pds-50 is a multicommodity-flow problem): 24 commodities over a random directed
+/// network of 200 nodes and 1,500 arcs with shared capacities; minimise cost. Every
+/// commodity has a supply at one node and a demand at another; an arc's flows together
+/// stay under its capacity.
+fn write_mps(path: &Path) -> Result<()> {
+    let mut rng = SimRng::new(450);
+    let (nodes, arcs, goods) = (200u64, 1_500u64, 24u64);
+    let arc: Vec<(u64, u64, u64, u64)> = (0..arcs)
+        .map(|i| {
+            // a ring keeps the network connected; the rest are random arcs
+            let (a, b) = if i < nodes {
+                (i, (i + 1) % nodes)
+            } else {
+                let a = rng.below(nodes);
+                (a, (a + 1 + rng.below(nodes - 1)) % nodes)
+            };
+            (a, b, 1 + rng.below(20), 40 + rng.below(80))
+        })
+        .collect();
+    let ends: Vec<(u64, u64, u64)> = (0..goods)
+        .map(|_| {
+            let s = rng.below(nodes);
+            (
+                s,
+                (s + 1 + rng.below(nodes - 1)) % nodes,
+                20 + rng.below(40),
+            )
+        })
+        .collect();
+    let mut s = String::from("NAME multicommodity\nROWS\n N cost\n");
+    for k in 0..goods {
+        for n in 0..nodes {
+            let _ = writeln!(s, " E b{k}_{n}");
+        }
+    }
+    for a in 0..arcs {
+        let _ = writeln!(s, " L cap{a}");
+    }
+    s.push_str("COLUMNS\n");
+    for k in 0..goods {
+        for (a, &(from, to, cost, _)) in arc.iter().enumerate() {
+            let x = format!("x{k}_{a}");
+            let _ = writeln!(s, " {x} cost {cost} b{k}_{from} -1");
+            let _ = writeln!(s, " {x} b{k}_{to} 1 cap{a} 1");
+        }
+    }
+    s.push_str("RHS\n");
+    for (k, &(src, dst, amount)) in ends.iter().enumerate() {
+        let _ = writeln!(s, " rhs b{k}_{src} -{amount} b{k}_{dst} {amount}");
+    }
+    for (a, &(_, _, _, cap)) in arc.iter().enumerate() {
+        let _ = writeln!(s, " rhs cap{a} {cap}");
+    }
+    s.push_str("ENDATA\n");
+    put(path, s.as_bytes())
+}
