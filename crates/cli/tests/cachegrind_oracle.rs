@@ -278,7 +278,11 @@ fn recorded_program_is_compact_and_runs_in_the_simulator() {
     };
     std::io::copy(&mut counting, &mut std::io::sink()).unwrap();
     assert!(child.wait().unwrap().success());
-    let trace = dir.join("hashcount.cst");
+    // recorded compressed, as the real-program suite stores its traces: a whole trace
+    // inside (end record and hash checked), over 10x smaller than lackey's text before
+    // compression and several times smaller again on disk (that decompression gives
+    // back exactly the bytes written is the sim crate's unit test)
+    let trace = dir.join("hashcount.cst.zst");
     cachesched_ok(&[
         "trace".to_string(),
         "record".to_string(),
@@ -287,71 +291,35 @@ fn recorded_program_is_compact_and_runs_in_the_simulator() {
         "--".to_string(),
         exe.display().to_string(),
     ]);
-    let binary = std::fs::metadata(&trace).unwrap().len();
+    let unpacked = cachesched_sim::trace::read_trace_file(&trace).unwrap();
+    cachesched_sim::trace::verify(&unpacked).unwrap();
+    let binary = unpacked.len() as u64;
     assert!(
         binary * 10 <= counting.bytes,
         "binary {binary} B vs lackey text {} B: not 10x smaller",
         counting.bytes
     );
-    // the same, compressed: a whole trace inside, as long as the first to 0.1% (two
-    // recordings under valgrind differ in a few events), several times smaller on
-    // disk (that decompression gives back exactly what was written is the sim
-    // crate's unit test)
-    let packed = dir.join("hashcount.cst.zst");
-    cachesched_ok(&[
-        "trace".to_string(),
-        "record".to_string(),
-        "--out".to_string(),
-        packed.display().to_string(),
-        "--".to_string(),
-        exe.display().to_string(),
-    ]);
-    let unpacked = cachesched_sim::trace::read_trace_file(&packed).unwrap();
-    cachesched_sim::trace::verify(&unpacked).unwrap();
-    let len = unpacked.len() as f64;
-    assert!(
-        (len / binary as f64 - 1.0).abs() < 1e-3,
-        "the compressed recording holds {len} bytes of trace, the first {binary}"
-    );
-    let on_disk = std::fs::metadata(&packed).unwrap().len();
+    let on_disk = std::fs::metadata(&trace).unwrap().len();
     assert!(
         on_disk * 3 <= binary,
         "compressed {on_disk} B vs {binary} B: not 3x smaller"
     );
     // the recorded program runs as two simulated threads
-    let simulate = |trace: &Path, json: &Path| -> serde_json::Value {
-        cachesched_ok(&[
-            "simulate".to_string(),
-            "--machine=t1-dual".to_string(),
-            "--duration-ms=20".to_string(),
-            format!("--mix={}:2", trace.display()),
-            format!("--json={}", json.display()),
-        ]);
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
-    };
-    let v = simulate(&trace, &dir.join("run.json"));
+    let json = dir.join("run.json");
+    cachesched_ok(&[
+        "simulate".to_string(),
+        "--machine=t1-dual".to_string(),
+        "--duration-ms=20".to_string(),
+        format!("--mix={}:2", trace.display()),
+        format!("--json={}", json.display()),
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let threads = v["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 2);
     for t in threads {
         assert_eq!(t["name"], "hashcount");
         assert!(t["counters"]["instructions"].as_u64().unwrap() > 1_000_000);
         assert!(t["counters"]["l1d_refs"].as_u64().unwrap() > 100_000);
-    }
-    // the compressed trace runs in the simulator too, to nearly the same counters
-    let v2 = simulate(&packed, &dir.join("run-zst.json"));
-    let counters = |v: &serde_json::Value| -> Vec<serde_json::Value> {
-        v["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["counters"].clone())
-            .collect()
-    };
-    for (a, b) in counters(&v).iter().zip(counters(&v2)) {
-        let (a, b) = (
-            a["instructions"].as_u64().unwrap() as f64,
-            b["instructions"].as_u64().unwrap() as f64,
-        );
-        assert!((a / b - 1.0).abs() < 0.01, "instructions {a} vs {b}");
     }
 }

@@ -32,8 +32,11 @@ pub enum Source {
     Trace {
         /// The file.
         path: String,
-        /// Whether instruction fetches count too.
+        /// Whether instruction fetches count.
         instructions: bool,
+        /// Whether data accesses count (off with `instructions` on: the instruction
+        /// side's curve alone, an L1I's).
+        data: bool,
     },
 }
 
@@ -120,8 +123,12 @@ pub fn measure(spec: &MrcSpec) -> Result<Curve> {
                 format!("profile {name} (cold: first touches count as misses)")
             }
         }
-        Source::Trace { path, instructions } => {
-            let instructions = *instructions;
+        Source::Trace {
+            path,
+            instructions,
+            data,
+        } => {
+            let (instructions, data) = (*instructions, *data);
             let mut feed = |addr: u64| offer(&mut curves, addr >> shift);
             let mut input = cachesched_sim::trace::open_trace(Path::new(path))
                 .map_err(Error::io("cannot open trace file", path.as_str()))?;
@@ -138,7 +145,11 @@ pub fn measure(spec: &MrcSpec) -> Result<Curve> {
                 }
                 TraceEvent::Load { addr, .. }
                 | TraceEvent::Store { addr, .. }
-                | TraceEvent::Modify { addr, .. } => feed(addr),
+                | TraceEvent::Modify { addr, .. }
+                    if data =>
+                {
+                    feed(addr)
+                }
                 _ => {}
             };
             let head = input

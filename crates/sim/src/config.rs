@@ -378,7 +378,8 @@ impl ThreadGroup {
     }
 
     /// The group's label in results: `label` if given, else the profile's name,
-    /// `real:NAME` for a real program, the trace file's stem, "phased" or "custom"
+    /// `real:NAME` for a real program, the trace file's stem (without `.cst.zst`),
+    /// "phased" or "custom"
     /// (reads nothing).
     pub fn name(&self) -> String {
         if let Some(l) = &self.label {
@@ -388,7 +389,13 @@ impl ThreadGroup {
             return format!("{REAL_PREFIX}{r}");
         }
         if let Some(path) = &self.trace {
-            return std::path::Path::new(path)
+            // x.cst.zst names x, as x.cst does
+            let p = std::path::Path::new(path);
+            let p = p
+                .to_str()
+                .and_then(|s| s.strip_suffix(".zst"))
+                .map_or(p, std::path::Path::new);
+            return p
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "trace".into());

@@ -35,6 +35,10 @@ pub struct MrcArgs {
     /// Include instruction fetches (traces only).
     #[arg(long)]
     instructions: bool,
+    /// Instruction fetches alone, no data accesses: the instruction side's curve, an
+    /// L1I's (traces only).
+    #[arg(long, conflicts_with = "instructions")]
+    instructions_only: bool,
     /// Seed for profile generation.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -46,6 +50,9 @@ pub struct MrcArgs {
 
 /// `cachesched mrc`.
 pub fn run(a: MrcArgs) -> Result<()> {
+    if a.profile.is_some() && (a.instructions || a.instructions_only) {
+        bail!("--instructions and --instructions-only need a --trace: a profile's curve is of its data accesses");
+    }
     let source = match (a.profile, a.trace) {
         (Some(name), None) => Source::Profile {
             name,
@@ -54,7 +61,8 @@ pub fn run(a: MrcArgs) -> Result<()> {
         },
         (None, Some(path)) => Source::Trace {
             path,
-            instructions: a.instructions,
+            instructions: a.instructions || a.instructions_only,
+            data: !a.instructions_only,
         },
         _ => bail!("give exactly one of --profile NAME or --trace FILE"),
     };
