@@ -61,12 +61,17 @@ pub fn plan_file(sc: &Scenario, path: &std::path::Path) -> Result<Vec<Planned>> 
 /// Loads and validates a scenario file; real programs it names get their cached traces
 /// (recorded first if missing).
 pub fn load(path: &std::path::Path) -> Result<Scenario> {
+    load_with(path, true)
+}
+
+/// [`load`], recording missing traces only if `record` (else they are an error: see
+/// [`crate::real::prepare_with`]).
+pub fn load_with(path: &std::path::Path, record: bool) -> Result<Scenario> {
     let mut s = parse(path)?;
-    // real programs' traces, recorded on first use
-    crate::real::prepare(&mut s.threads)
+    crate::real::prepare_with(&mut s.threads, record)
         .within(|| format!("in scenario file '{}'", path.display()))?;
     for m in &mut s.mixes {
-        crate::real::prepare(&mut m.threads)
+        crate::real::prepare_with(&mut m.threads, record)
             .within(|| format!("in mix '{}' of '{}'", m.label, path.display()))?;
     }
     Ok(s)

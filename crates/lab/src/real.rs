@@ -569,10 +569,11 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         run_setup(p, setup, &dir.join(made), dir)?;
     }
     let out = p.trace_path(dir);
-    // NAME-HASH.partial.cst[.zst]: the extension still says whether to compress
+    // NAME-HASH.partial-PID.cst[.zst]: the extension still says whether to compress
     let name = out.file_name().unwrap_or_default().to_string_lossy();
     let (stem, ext) = name.split_once('.').unwrap_or((&name, "cst"));
-    let tmp = out.with_file_name(format!("{stem}.partial.{ext}"));
+    // the process id keeps two recordings of one program from writing one file
+    let tmp = out.with_file_name(format!("{stem}.partial-{}.{ext}", std::process::id()));
     eprintln!(
         "recording real:{} ({} M instructions after {} M; under valgrind, about {} s) -> {}",
         p.name,
@@ -654,10 +655,29 @@ pub fn ensure(p: &Program) -> Result<PathBuf> {
 /// Gives every group naming a real program its cached trace (recording it on first
 /// use).
 pub fn prepare(groups: &mut [ThreadGroup]) -> Result<()> {
+    prepare_with(groups, true)
+}
+
+/// [`prepare`], or with `record` false, only from the cache: a missing trace is an
+/// error naming the command that records it and about how long that takes (a plan
+/// must not spend minutes recording).
+pub fn prepare_with(groups: &mut [ThreadGroup], record: bool) -> Result<()> {
     for g in groups.iter_mut() {
         if let Some(name) = g.real.clone() {
             let p = program(&name)?;
-            g.trace = Some(ensure(p)?.to_string_lossy().into_owned());
+            let path = if record {
+                ensure(p)?
+            } else {
+                let path = p.trace_path(&cache_dir()?);
+                if !path.exists() {
+                    return Err(Error::Tool(format!(
+                        "real:{name}'s trace is not recorded yet: `cachesched real record {name}` (about {} min under valgrind)",
+                        (p.window.skip + p.window.length).div_ceil(60 * M)
+                    )));
+                }
+                path
+            };
+            g.trace = Some(path.to_string_lossy().into_owned());
         }
     }
     Ok(())

@@ -9,7 +9,7 @@
 use crate::checks::checks;
 use crate::docs_block;
 use crate::error::{chain, invalid, Error, Result, ResultExt};
-use crate::experiment::{load, run_scenario};
+use crate::experiment::run_scenario;
 use crate::files::write_file;
 use crate::scenario::{Job, Scenario};
 use cachesched_sim::RunResult;
@@ -126,7 +126,8 @@ const ACROSS: &str = "across-files";
 /// Scenario file `f` loaded, reduced with `--quick`, with the command line's overrides
 /// (said in its description), checked, and its runs planned.
 fn prepare(f: &Path, a: &Options) -> Result<(Scenario, Vec<crate::scenario::Planned>)> {
-    let mut sc = load(f)?;
+    // a plan costs what is recorded; it does not spend minutes recording traces
+    let mut sc = crate::experiment::load_with(f, !a.plan)?;
     if a.quick {
         sc = sc.reduced();
     }

@@ -409,6 +409,13 @@ impl ThreadGroup {
     /// What the group's threads run, and its label ([`ThreadGroup::name`]). Trace files
     /// are read here.
     pub fn resolve(&self) -> Result<(Source, String), WorkloadError> {
+        self.resolve_in(&mut TraceFiles::default())
+    }
+
+    /// [`ThreadGroup::resolve`], with the trace files read so far by path in `files`:
+    /// groups replaying the same file share one copy (a real program's window is
+    /// about 0.5 GB decompressed).
+    pub fn resolve_in(&self, files: &mut TraceFiles) -> Result<(Source, String), WorkloadError> {
         let given = [
             self.profile.is_some(),
             self.model.is_some(),
@@ -455,20 +462,30 @@ impl ThreadGroup {
             ));
         }
         let src = if let Some(path) = &self.trace {
-            let bytes = crate::trace::read_trace_file(std::path::Path::new(path))
-                .map_err(|e| WorkloadError::Invalid(format!("cannot read trace '{path}': {e}")))?;
-            crate::trace::TraceThread::validate(&bytes).map_err(|e| {
-                WorkloadError::Invalid(format!(
-                    "trace '{path}': {e} (record one with `cachesched trace record --out FILE -- CMD`)"
-                ))
-            })?;
+            let bytes = match files.0.get(path) {
+                Some(b) => b.clone(),
+                None => {
+                    let bytes =
+                        crate::trace::read_trace_file(std::path::Path::new(path)).map_err(|e| {
+                            WorkloadError::Invalid(format!("cannot read trace '{path}': {e}"))
+                        })?;
+                    crate::trace::TraceThread::validate(&bytes).map_err(|e| {
+                        WorkloadError::Invalid(format!(
+                            "trace '{path}': {e} (record one with `cachesched trace record --out FILE -- CMD`)"
+                        ))
+                    })?;
+                    let b = std::sync::Arc::new(bytes);
+                    files.0.insert(path.clone(), b.clone());
+                    b
+                }
+            };
             let cpi = self.trace_cpi.unwrap_or(1.0);
             if !(cpi >= 0.25) {
                 return Err(WorkloadError::Invalid(
                     "trace_cpi must be at least 0.25".into(),
                 ));
             }
-            Source::Trace(std::sync::Arc::new(bytes), cpi, self.trace_start)
+            Source::Trace(bytes, cpi, self.trace_start)
         } else if !self.phases.is_empty() {
             let mut v = Vec::new();
             for ph in &self.phases {
@@ -646,6 +663,11 @@ pub enum TraceStart {
     /// At the trace's first event, every thread and every seed alike.
     Beginning,
 }
+
+/// Trace files read while resolving a run's thread groups, by path, so that groups
+/// replaying the same file share one copy ([`ThreadGroup::resolve_in`]).
+#[derive(Debug, Default)]
+pub struct TraceFiles(std::collections::HashMap<String, std::sync::Arc<Vec<u8>>>);
 
 /// What a thread group runs.
 #[derive(Debug, Clone)]

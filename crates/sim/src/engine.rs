@@ -395,8 +395,9 @@ impl Simulation {
             .map(|c| topo.chip_cpus(c).iter().map(|x| x.0).collect())
             .collect();
         let mut chip_fill = vec![0usize; chip_cpus.len()];
+        let mut files = crate::config::TraceFiles::default();
         for (gi, g) in cfg.threads.iter().enumerate() {
-            let (source, label) = g.resolve()?;
+            let (source, label) = g.resolve_in(&mut files)?;
             let bound = match &g.cpus {
                 None => topo.all_cpus(),
                 Some(list) => {
