@@ -42,6 +42,7 @@ curve() { # sizes, mrc arguments -> " r1 | r2 | ... |"
 data_sizes="8KB 32KB 256KB 768KB 2MB 4MB"
 machines() { # mix -> " n-l1i / n-l1d / n-l2 | c-l1i / c-l1d / c-l2 |"
   for m in niagara-2c clovertown-2x2; do
+    rm -f "$tmp/r.json"  # a failed run must not print the previous row's numbers
     "$cs" simulate --machine "$m" --mix "$1" --duration-ms 60 --warmup-ms 40 --seed 1 \
       --json "$tmp/r.json" --quiet > /dev/null 2>&1
     python3 - "$tmp/r.json" <<'PY'

@@ -267,7 +267,7 @@ pub const SUITE: &[Program] = &[
     Program {
         name: "xalan",
         package: "xalan",
-        what: "Xalan-C (SPEC's xalancbmk) turning an auction site's data (XMark's structure, 5 MB) into an HTML report: keyed look-ups, sorting, grouping, string functions",
+        what: "Xalan-C (SPEC's xalancbmk) turning an auction site's data (XMark's structure, 6.4 MB) into an HTML report: keyed look-ups, sorting, grouping, string functions",
         command: &["Xalan", "-o", "{dir}/auction.html", "{dir}/auction.xml", "{dir}/auction.xsl"],
         // `cachesched real phases xalan` (2026-12-06): 2,020 M retired instructions in all; window at 760 M, distance 0.643
         window: Window { skip: 760 * M, length: 200 * M },
@@ -672,7 +672,8 @@ pub fn prepare_with(groups: &mut [ThreadGroup], record: bool) -> Result<()> {
                 if !path.exists() {
                     return Err(Error::Tool(format!(
                         "real:{name}'s trace is not recorded yet: `cachesched real record {name}` (about {} min under valgrind)",
-                        (p.window.skip + p.window.length).div_ceil(60 * M)
+                        // as `record` estimates: 0.8 M instructions a second
+                        ((p.window.skip + p.window.length) * 10 / (8 * M)).div_ceil(60)
                     )));
                 }
                 path

@@ -137,9 +137,9 @@ pub struct Recording {
     pub instructions: u64,
 }
 
-/// zstd level of compressed traces: level 9 made a 100 MB trace of Lua 4.8 times
-/// smaller than level 3 did not (4.8 MB against 3.7 MB at 9 and 2.9 MB at 19), at
-/// about 1 s per 100 MB (19: 42 s), on this machine (2026-12-06, `zstd -9 -T1`).
+/// zstd level of compressed traces. On the 99.6 MB trace of real:lua, level 3 made
+/// 4.8 MB, level 9 3.7 MB and level 19 2.9 MB; level 9 took about 1 s per 100 MB and
+/// level 19 42 s (the `zstd` tool, one thread, 2026-12-06).
 pub const ZSTD_LEVEL: i32 = 9;
 
 /// Records `cmd`'s events within `window` (counted as `counting` says) into a binary

@@ -1,7 +1,8 @@
 //! Inputs the real-program suite generates rather than ships: each a deterministic
 //! function of a fixed seed, so every machine writes the same bytes, and each sized so
-//! that its program's whole run stays near a billion instructions (recording runs at
-//! about a million instructions a second: the window has to be reachable).
+//! that its program's whole run stays within one or two billion instructions
+//! (recording runs at about a million instructions a second: the window has to be
+//! reachable).
 
 use crate::error::{Error, Result};
 use cachesched_core::SimRng;
@@ -330,7 +331,7 @@ fn sentence(rng: &mut SimRng, n: u64) -> String {
 /// An auction site's data in XML, in the structure of the XMark benchmark's documents
 /// (the kind SPEC's xalancbmk transforms): 6 regions of items, people with profiles
 /// and watch lists, open auctions with bid histories, closed auctions, categories;
-/// 5,000 items, 3,000 people, 2,400 open and 1,800 closed auctions, about 5 MB.
+/// 5,000 items, 3,000 people, 2,400 open and 1,800 closed auctions, 6.4 MB.
 fn write_auction(path: &Path) -> Result<()> {
     let mut rng = SimRng::new(483);
     let (items, people, open, closed, cats) = (5_000u64, 3_000u64, 2_400u64, 1_800u64, 120u64);

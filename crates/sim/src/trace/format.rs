@@ -73,7 +73,7 @@ const END: u8 = 0x70;
 pub const ZSTD_MAGIC: &[u8; 4] = &[0x28, 0xB5, 0x2F, 0xFD];
 
 /// Largest trace, decompressed, that [`read_trace_file`] accepts: 16 GiB, far above any
-/// window this project records (a 200 M-instruction window is about 0.4 GB).
+/// window this project records (a 200 M-instruction window is about 0.5 GB).
 pub const MAX_TRACE_BYTES: u64 = 16 << 30;
 
 /// Whether `prefix` starts a zstd-compressed file.
@@ -93,6 +93,8 @@ pub fn read_trace_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     zstd::stream::read::Decoder::new(raw.as_slice())?
         .take(MAX_TRACE_BYTES + 1)
         .read_to_end(&mut out)?;
+    // read_to_end grows by doubling: give the run back what the trace does not use
+    out.shrink_to_fit();
     if out.len() as u64 > MAX_TRACE_BYTES {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
