@@ -1010,11 +1010,11 @@ fn partitioned(sc: &Scenario, data: &Data<'_>) -> Vec<(usize, usize, PerProgram)
 /// How a scenario's mixes sit on the machine, for the comparison across files: the
 /// number of CPUs its programs are bound to and the programs per CPU, when it has the
 /// timeslice analysis, a `cfs` variant and a static slice variant, no `references`
-/// (a diagnostic repeats another file's layout), is one of the paper's figures (its
-/// name starts `timeslice-fig`: a held-out mix is read on its own) with the paper's
-/// programs (no real program: a real variant is read beside its figure, not pooled
-/// with it), and every mix binds the same number of single-CPU programs to each of
-/// the same number of CPUs (`None` otherwise).
+/// (a diagnostic repeats another file's layout), only the paper's programs (no real
+/// program: a real variant is read beside its figure, not pooled with it), and every
+/// mix binds the same number of single-CPU programs to each of the same number of
+/// CPUs (`None` otherwise). A held-out mix of profiles is compared as a file of its
+/// own.
 pub fn layout(sc: &Scenario) -> Option<(usize, usize)> {
     let has = |f: &dyn Fn(usize) -> bool| (0..sc.variants.len()).any(f);
     let real = sc
@@ -1024,7 +1024,6 @@ pub fn layout(sc: &Scenario) -> Option<(usize, usize)> {
         .chain(&sc.threads)
         .any(|g| g.real.is_some());
     if !sc.analyses.iter().any(|a| a == "timeslice")
-        || !sc.name.starts_with("timeslice-fig")
         || real
         || !sc.references.is_empty()
         || !has(&|v| sc.variants[v].label == "cfs")
@@ -1403,7 +1402,7 @@ mod tests {
             ("fig7-2c4m", Some((2, 4))),
             ("fig8-2-per-core", Some((4, 2))),
             ("fig8-8-per-core", Some((4, 8))),
-            ("heldout", None),
+            ("heldout", Some((2, 4))),
         ];
         let want: Vec<(String, Option<(usize, usize)>)> =
             want.iter().map(|(s, l)| (s.to_string(), *l)).collect();
