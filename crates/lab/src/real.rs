@@ -561,13 +561,21 @@ fn package_version(package: &str) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// Records `p` into `dir` (even if a trace exists); returns the trace's path.
-pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
+/// Makes `p` ready to run in the cache directory `dir`, as recording and `phases`
+/// both need: its inputs written, its setup run; returns its command line and its
+/// standard input's path.
+fn ready(p: &Program, dir: &Path) -> Result<(Vec<String>, Option<PathBuf>)> {
     write_inputs(dir, p)?;
     let cmd = p.command_line(dir)?;
     if let Some((setup, made)) = p.setup {
         run_setup(p, setup, &dir.join(made), dir)?;
     }
+    Ok((cmd, p.stdin_path(dir)))
+}
+
+/// Records `p` into `dir` (even if a trace exists); returns the trace's path.
+pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
+    let (cmd, stdin) = ready(p, dir)?;
     let out = p.trace_path(dir);
     // NAME-HASH.partial-PID.cst[.zst]: the extension still says whether to compress
     let name = out.file_name().unwrap_or_default().to_string_lossy();
@@ -584,7 +592,6 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         out.display()
     );
     let t0 = Instant::now();
-    let stdin = p.stdin_path(dir);
     let rec = record_window(&cmd, p.env, stdin.as_deref(), &tmp, p.window, p.counting)
         .within(|| format!("recording real:{} failed", p.name))?;
     let secs = t0.elapsed().as_secs_f64();
@@ -629,12 +636,7 @@ pub fn phases(
     interval: u64,
     window: u64,
 ) -> Result<(crate::bbv::Vectors, crate::bbv::Choice)> {
-    write_inputs(dir, p)?;
-    let cmd = p.command_line(dir)?;
-    if let Some((setup, made)) = p.setup {
-        run_setup(p, setup, &dir.join(made), dir)?;
-    }
-    let stdin = p.stdin_path(dir);
+    let (cmd, stdin) = ready(p, dir)?;
     let v =
         crate::bbv::Vectors::measure(&cmd, p.env, stdin.as_deref(), p.exit_codes, interval, dir)
             .within(|| format!("measuring real:{}'s basic-block vectors failed", p.name))?;
