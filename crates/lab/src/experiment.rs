@@ -224,6 +224,41 @@ mod tests {
         assert!(err(&pv).contains("no mix of program 'nosuch'"));
     }
 
+    /// `--mixes` keeps the labelled mixes in the file's order and only the paper values
+    /// about their programs (plus those about no program), and refuses an unknown label
+    /// and a file of one mix. Fails if a mix or paper value of another program survives,
+    /// or if a bad label is accepted.
+    #[test]
+    fn keep_mixes_keeps_those_labelled_and_their_paper_values() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+        let sc = parse(&dir.join("cachefair/fig6-8.toml")).unwrap();
+        let mut kept = sc.clone();
+        kept.keep_mixes(&["vortex-slow".into(), "gzip-fast".into()])
+            .unwrap();
+        let labels: Vec<&str> = kept.mixes.iter().map(|m| m.label.as_str()).collect();
+        assert_eq!(labels, ["gzip-fast", "vortex-slow"]);
+        let programs: Vec<Option<&str>> = kept.paper.iter().map(|p| p.program.as_deref()).collect();
+        assert!(programs.contains(&Some("vortex")) && programs.contains(&Some("gzip")));
+        assert!(
+            programs
+                .iter()
+                .all(|p| matches!(p, None | Some("vortex") | Some("gzip"))),
+            "{programs:?}"
+        );
+        assert!(kept.paper.len() < sc.paper.len());
+        crate::papers::validate(&kept).unwrap();
+        let e = sc
+            .clone()
+            .keep_mixes(&["vortex-slow".into(), "nosuch".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'nosuch'") && e.contains("vortex-fast"), "{e}");
+        let mut one = parse(&dir.join("casc/fig5-7.toml")).unwrap();
+        assert!(one.mixes.is_empty());
+        let e = one.keep_mixes(&["x".into()]).unwrap_err().to_string();
+        assert!(e.contains("single mix"), "{e}");
+    }
+
     /// `pin_labels` without `pin`) is accepted.
     #[test]
     fn variants_add_threads_and_pin_groups_by_label() {

@@ -37,6 +37,9 @@ pub struct Options {
     pub warmup_ms: Option<f64>,
     /// Replace every file's LLC sizes (KiB).
     pub l2_kb: Vec<u64>,
+    /// In files of several mixes, only the mixes of these labels (each must be in
+    /// every file run; paper values about the others are dropped).
+    pub mixes: Vec<String>,
     /// Write each scenario file's section of the paper-against-measured report into
     /// DIR/PAPER.md, between its markers `<!-- reproduce PAPER/NAME: begin -->` and
     /// `<!-- reproduce PAPER/NAME: end -->` (checked before anything runs).
@@ -55,7 +58,7 @@ pub struct Options {
     /// runs of a build whose results this build's golden tests reproduce.
     pub rekey_from: Option<String>,
     /// Let `docs` take the sections of a reduced or overridden run (`quick`, `seeds`,
-    /// `duration_ms`, `warmup_ms`, `l2_kb`); without it such a run refuses to write
+    /// `duration_ms`, `warmup_ms`, `l2_kb`, `mixes`); without it such a run refuses to write
     /// the documents, whose blocks hold the full reproduction.
     pub docs_from_reduced: bool,
 }
@@ -69,6 +72,7 @@ impl Options {
             || self.duration_ms.is_some()
             || self.warmup_ms.is_some()
             || !self.l2_kb.is_empty()
+            || !self.mixes.is_empty()
     }
 }
 
@@ -150,6 +154,10 @@ fn prepare(f: &Path, a: &Options) -> Result<(Scenario, Vec<crate::scenario::Plan
         sc.set_sweep(&a.l2_kb);
         over.push(format!("LLC sizes {:?} KiB", a.l2_kb));
     }
+    if !a.mixes.is_empty() {
+        sc.keep_mixes(&a.mixes)?;
+        over.push(format!("mixes {}", a.mixes.join(", ")));
+    }
     if !over.is_empty() {
         sc.name += " (overridden)";
         sc.description += &format!(
@@ -208,7 +216,7 @@ pub fn reproduce_papers(papers: &[String], a: &Options) -> Result<i32> {
     if a.docs.is_some() && a.reduced() && !a.docs_from_reduced {
         return Err(invalid!(
             "--docs with a reduced or overridden run (--quick, --seeds, --duration-ms, \
-             --warmup-ms or --l2-kb) would replace the documents' full reproduction with it: \
+             --warmup-ms, --l2-kb or --mixes) would replace the documents' full reproduction with it: \
              leave out --docs (the reports in --out say everything), or add \
              --docs-from-reduced to write them all the same"
         ));

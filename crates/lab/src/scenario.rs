@@ -458,6 +458,42 @@ impl Scenario {
         }
     }
 
+    /// Keeps only the mixes labelled `labels` (a scenario of several mixes; `--mixes`),
+    /// dropping the paper values about programs no kept mix has. Refuses a scenario of
+    /// one mix, or a label it does not have.
+    pub fn keep_mixes(&mut self, labels: &[String]) -> Result<()> {
+        let all: Vec<&str> = self.mixes.iter().map(|m| m.label.as_str()).collect();
+        if all.is_empty() {
+            return Err(invalid!(
+                "--mixes: scenario '{}' has a single mix; leave --mixes out for it (or use \
+                 --only to run other files)",
+                self.name
+            ));
+        }
+        if let Some(l) = labels.iter().find(|l| !all.contains(&l.as_str())) {
+            return Err(invalid!(
+                "--mixes: scenario '{}' has no mix labelled '{l}'; its mixes are {}",
+                self.name,
+                all.join(", ")
+            ));
+        }
+        self.mixes.retain(|m| labels.contains(&m.label));
+        self.drop_paper_of_absent_mixes();
+        Ok(())
+    }
+
+    /// Drops the paper values about programs no mix has (a program's mixes may be
+    /// labelled PROGRAM-SOMETHING).
+    fn drop_paper_of_absent_mixes(&mut self) {
+        let kept: Vec<String> = self.mixes.iter().map(|m| m.label.clone()).collect();
+        self.paper.retain(|pv| {
+            pv.program.as_ref().is_none_or(|p| {
+                kept.iter()
+                    .any(|k| k == p || k.starts_with(&format!("{p}-")))
+            })
+        });
+    }
+
     /// The seeds every variant runs first when seeds are added one at a time
     /// ([`crate::seeds`]): `min_seeds`, by default 3 or every seed when there are fewer.
     pub fn first_seeds(&self) -> usize {
@@ -495,14 +531,7 @@ impl Scenario {
         }
         if let Some(n) = q.mixes {
             s.mixes.truncate(n.max(1));
-            let kept: Vec<String> = s.mixes.iter().map(|m| m.label.clone()).collect();
-            // (a program's mixes may be labelled PROGRAM-SOMETHING)
-            s.paper.retain(|pv| {
-                pv.program.as_ref().is_none_or(|p| {
-                    kept.iter()
-                        .any(|k| k == p || k.starts_with(&format!("{p}-")))
-                })
-            });
+            s.drop_paper_of_absent_mixes();
         }
         s.description = format!(
             "{} **Reduced run (--quick): seeds {:?} instead of {:?}, {} ms per run ({} ms warm-up) \

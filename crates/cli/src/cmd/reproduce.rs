@@ -91,13 +91,17 @@ pub struct PaperArgs {
     /// Replace every file's LLC sizes (KiB).
     #[arg(long, value_delimiter = ',', value_name = "KIB")]
     l2_kb: Vec<u64>,
+    /// In files of several mixes, only the mixes of these labels (for a decomposition
+    /// or an exploration of a few mixes; the report names the override).
+    #[arg(long, value_delimiter = ',', value_name = "LABELS")]
+    mixes: Vec<String>,
     /// Write each scenario file's section of the paper-against-measured report into
     /// DIR/PAPER.md, between its markers `<!-- reproduce PAPER/NAME: begin -->` and
     /// `<!-- reproduce PAPER/NAME: end -->` (checked before anything runs).
     #[arg(long, value_name = "DIR")]
     docs: Option<PathBuf>,
     /// Let --docs take the sections of a reduced or overridden run (--quick, --seeds,
-    /// --duration-ms, --warmup-ms, --l2-kb), which it otherwise refuses: the
+    /// --duration-ms, --warmup-ms, --l2-kb, --mixes), which it otherwise refuses: the
     /// documents' blocks hold the full reproduction.
     #[arg(long, requires = "docs")]
     docs_from_reduced: bool,
@@ -131,6 +135,7 @@ impl From<PaperArgs> for Options {
             duration_ms: a.duration_ms,
             warmup_ms: a.warmup_ms,
             l2_kb: a.l2_kb,
+            mixes: a.mixes,
             docs: a.docs,
             docs_from_reduced: a.docs_from_reduced,
             from_results: a.from_results,
