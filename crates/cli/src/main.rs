@@ -35,6 +35,9 @@ enum Command {
     /// Miss-ratio curve of a profile or trace: exact LRU stack distances and a
     /// SHARDS-sampled estimate, with its error.
     Mrc(cmd::mrc::MrcArgs),
+    /// Why a change between two sets of finished runs has its size: the events each
+    /// program has per instruction (a), what each costs (b), and who ran, paired by seed.
+    Decompose(cmd::decompose::DecomposeArgs),
     /// Reproduce a paper's result on the simulated machine: runs, plots and a
     /// paper-against-measured table.
     #[command(subcommand)]
@@ -101,6 +104,7 @@ fn main() {
         Command::Policies => cmd::info::policies().map(|_| 0),
         Command::Replay(a) => cmd::replay::run(a).map(|_| 0),
         Command::Mrc(a) => cmd::mrc::run(a).map(|_| 0),
+        Command::Decompose(a) => cmd::decompose::run(a).map(|_| 0),
         Command::Reproduce(c) => cmd::reproduce::run(c),
         Command::Trace(c) => cmd::replay::trace(c).map(|_| 0),
         Command::Real(c) => cmd::real::run(c).map(|_| 0),

@@ -20,6 +20,7 @@ pub mod bbv;
 pub mod bench;
 pub mod caches;
 pub mod checks;
+pub mod decompose;
 pub mod docs_block;
 pub mod error;
 pub mod experiment;

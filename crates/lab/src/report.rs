@@ -31,11 +31,24 @@ struct Row<'a> {
 
 /// One run of `results.json`, read back.
 #[derive(Deserialize)]
-struct OwnedRow {
-    variant: String,
-    llc_kb: Option<u64>,
-    seed: u64,
-    result: RunResult,
+pub struct SavedRun {
+    /// The variant's label.
+    pub variant: String,
+    /// The sweep point (LLC size, KiB), if the scenario sweeps.
+    pub llc_kb: Option<u64>,
+    /// The seed.
+    pub seed: u64,
+    /// What the run measured.
+    pub result: RunResult,
+}
+
+/// The runs a scenario's `results.json` at `path` holds, in its order.
+pub fn read_saved(path: &std::path::Path) -> Result<Vec<SavedRun>> {
+    let text = std::fs::read_to_string(path).map_err(Error::io("cannot read", path))?;
+    serde_json::from_str(&text).map_err(|source| Error::ParseResults {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// The jobs of `sc` ([`Scenario::jobs`]) with the results a previous run of the same
@@ -65,12 +78,7 @@ pub fn load_results(
         ));
     }
     let path = out.join("results.json");
-    let text = std::fs::read_to_string(&path).map_err(Error::io("cannot read", &path))?;
-    let rows: Vec<OwnedRow> =
-        serde_json::from_str(&text).map_err(|source| Error::ParseResults {
-            path: path.clone(),
-            source,
-        })?;
+    let rows = read_saved(&path)?;
     // each row is one of the jobs, in the jobs' order (seeds added one at a time leave
     // some out)
     let mut found = std::collections::HashMap::new();

@@ -57,3 +57,60 @@ impl<'a> Table<'a> {
             .collect()
     }
 }
+
+/// Runs made by hand for the laboratory's tests.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use cachesched_core::Counters;
+    use cachesched_sim::result::ThreadResult;
+    use cachesched_sim::RunResult;
+    use std::collections::BTreeMap;
+
+    /// A run of `seed` with a window of `measured_ms` and one thread per `(name,
+    /// counters)`, ids and processes in order, each with half the window on a CPU and
+    /// 10 slices; every other field empty.
+    pub(crate) fn run(seed: u64, measured_ms: f64, threads: &[(&str, Counters)]) -> RunResult {
+        let threads = threads
+            .iter()
+            .enumerate()
+            .map(|(i, (name, counters))| ThreadResult {
+                id: i as u32,
+                name: name.to_string(),
+                process: i as u32,
+                counters: *counters,
+                cpu_share: 0.5,
+                exited: false,
+                sharing_group: None,
+                slices: 10,
+                solo_ips: None,
+                segment_start_ms: None,
+                segment_ms: None,
+                segment_window_instructions: None,
+                slice_profile: Vec::new(),
+            })
+            .collect();
+        RunResult {
+            seed,
+            machine: "fixture".into(),
+            baseline: "cfs".into(),
+            policy: "none".into(),
+            measured_ms,
+            totals: Default::default(),
+            ips: 0.0,
+            l2_miss_ratio: 0.0,
+            llc_mpki: 0.0,
+            cpu_share_cv: 0.0,
+            bus_utilization: 0.0,
+            bus_transfers: 0,
+            prefetches: Default::default(),
+            bus_transfer_cycles: 0.0,
+            bus_mean_wait_cycles: 0.0,
+            threads,
+            cpus: Vec::new(),
+            kernel: Default::default(),
+            policy_stats: BTreeMap::new(),
+            policy_vectors: BTreeMap::new(),
+            timeline: Vec::new(),
+        }
+    }
+}

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod burn;
 pub mod cluster;
+pub mod decompose;
 pub mod experiment;
 pub mod info;
 pub mod mrc;

@@ -1507,57 +1507,22 @@ mod tests {
     /// A run of fixture threads `(name, instructions, LLC misses, cycles, memory-stall
     /// cycles)`, each with half of a 1,200 ms window on a CPU.
     fn fixture_run(seed: u64, threads: &[(&str, u64, u64, u64, u64)]) -> RunResult {
-        use cachesched_sim::result::ThreadResult;
-        let threads = threads
+        let threads: Vec<(&str, cachesched_core::Counters)> = threads
             .iter()
-            .enumerate()
             .map(
-                |(i, &(name, instructions, llc_misses, cycles, mem_stall_cycles))| ThreadResult {
-                    id: i as u32,
-                    name: name.into(),
-                    process: i as u32,
-                    counters: cachesched_core::Counters {
+                |&(name, instructions, llc_misses, cycles, mem_stall_cycles)| {
+                    let counters = cachesched_core::Counters {
                         instructions,
                         llc_misses,
                         cycles,
                         mem_stall_cycles,
                         ..Default::default()
-                    },
-                    cpu_share: 0.5,
-                    exited: false,
-                    sharing_group: None,
-                    slices: 10,
-                    solo_ips: None,
-                    segment_start_ms: None,
-                    segment_ms: None,
-                    segment_window_instructions: None,
-                    slice_profile: Vec::new(),
+                    };
+                    (name, counters)
                 },
             )
             .collect();
-        RunResult {
-            seed,
-            machine: "fixture".into(),
-            baseline: "cfs".into(),
-            policy: "none".into(),
-            measured_ms: 1200.0,
-            totals: Default::default(),
-            ips: 0.0,
-            l2_miss_ratio: 0.0,
-            llc_mpki: 0.0,
-            cpu_share_cv: 0.0,
-            bus_utilization: 0.0,
-            bus_transfers: 0,
-            prefetches: Default::default(),
-            bus_transfer_cycles: 0.0,
-            bus_mean_wait_cycles: 0.0,
-            threads,
-            cpus: Vec::new(),
-            kernel: Default::default(),
-            policy_stats: BTreeMap::new(),
-            policy_vectors: BTreeMap::new(),
-            timeline: Vec::new(),
-        }
+        crate::results::fixture::run(seed, 1200.0, &threads)
     }
 
     /// Seeds added one at a time give mixes different seeds: here mix `a` (its "hot"

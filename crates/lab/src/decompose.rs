@@ -1,0 +1,617 @@
+//! Why an effect has the size it has (issue 80, part 3): a change between two sets of
+//! runs, paired by seed, taken apart into (a) how many more or fewer costly events —
+//! last-level cache misses, L1 misses or remote cache accesses — each program has per
+//! instruction, and (b) what each event costs in stall cycles, with the rest of the
+//! change (pipeline sharing, hits in the inner caches, the store buffer) left over; and,
+//! for the throughput of the whole machine, (c) who ran (the shift of CPU time between
+//! threads of different speeds) beside (a) and (b).
+//!
+//! Per program (the counters of its threads summed) and per seed, with `I`
+//! instructions, `C` cycles on a CPU, `N` events and `S` the cycles stalled on them:
+//! `CPI = C/I = (C − S)/I + (N/I)·(S/N)`, so the change of CPI from run A to run B is
+//! exactly `Δ(N/I)·c_A` (a) `+ (N/I)_B·Δc` (b) `+ Δ((C − S)/I)` (the rest), `c = S/N`
+//! being the stall cycles per event. Each part is shown in percent of CPI in A.
+//!
+//! The throughput of the machine (instructions per second over the measured window,
+//! `Σ_i w_i/CPI_i` with `w_i` thread `i`'s cycles per second) changes by
+//! `Σ_i (w_i^B − w_i^A)/CPI_i^A` (who ran) `+ Σ_i w_i^B·(1/CPI_i^B − 1/CPI_i^A)` (how fast
+//! each ran); the second term is linear in each thread's `ΔCPI`, so it splits exactly
+//! into that thread's (a), (b) and rest. This needs the same threads in A and B (same
+//! ids and programs); otherwise only the programs' table is made.
+//!
+//! Means over seeds carry their 95% interval ([`crate::stats::over_seeds`]).
+
+use crate::error::{invalid, Result};
+use crate::report::read_saved;
+use crate::stats::{over_seeds, show};
+use cachesched_core::counters::Counters;
+use cachesched_sim::RunResult;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The costly event whose count and price the decomposition separates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Last-level cache misses, priced by the cycles stalled on DRAM (data and
+    /// instructions) and on other chips' caches.
+    Llc,
+    /// L1 misses (data and instructions), priced by every stall beyond the L1.
+    L1,
+    /// Accesses served by another chip's cache, priced by the cycles stalled on them.
+    Remote,
+}
+
+impl Event {
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Llc => "llc",
+            Event::L1 => "l1",
+            Event::Remote => "remote",
+        }
+    }
+
+    /// What it counts and how it is priced, for a report's heading.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Event::Llc => {
+                "last-level cache misses, priced by the cycles stalled on DRAM and on other \
+                 chips' caches"
+            }
+            Event::L1 => "L1 misses (data and instructions), priced by every stall beyond the L1",
+            Event::Remote => {
+                "accesses served by another chip's cache, priced by the cycles stalled on them"
+            }
+        }
+    }
+
+    /// The event's count and its stall cycles in counters `c`.
+    fn of(self, c: &Counters) -> (f64, f64) {
+        match self {
+            Event::Llc => (
+                c.llc_misses as f64,
+                (c.data_stall_dram_cycles + c.instr_stall_dram_cycles + c.data_stall_remote_cycles)
+                    as f64,
+            ),
+            Event::L1 => (
+                (c.l1d_misses + c.l1i_misses) as f64,
+                c.mem_stall_cycles as f64,
+            ),
+            Event::Remote => (c.remote_accesses as f64, c.data_stall_remote_cycles as f64),
+        }
+    }
+}
+
+impl std::str::FromStr for Event {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Event, String> {
+        match s {
+            "llc" => Ok(Event::Llc),
+            "l1" => Ok(Event::L1),
+            "remote" => Ok(Event::Remote),
+            _ => Err(format!("unknown event '{s}': one of llc, l1, remote")),
+        }
+    }
+}
+
+/// One side of a comparison: the runs of one variant in one scenario's results.
+#[derive(Clone, Debug)]
+pub struct Side {
+    /// The directory holding `results.json` (a scenario's, or one mix's, output).
+    pub dir: PathBuf,
+    /// The variant's label.
+    pub variant: String,
+}
+
+/// The runs of `side` at sweep point `kb` (`None`: the scenario has no sweep, or it
+/// must have a single point), by seed. Refuses a side with no runs, or with several
+/// runs of one seed (a sweep without `kb`).
+pub fn load_side(side: &Side, kb: Option<u64>) -> Result<BTreeMap<u64, RunResult>> {
+    let path = side.dir.join("results.json");
+    let rows = read_saved(&path)?;
+    let variants: Vec<String> = {
+        let mut v: Vec<String> = rows.iter().map(|r| r.variant.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let points: std::collections::BTreeSet<Option<u64>> = rows
+        .iter()
+        .filter(|r| r.variant == side.variant)
+        .map(|r| r.llc_kb)
+        .collect();
+    let mut out = BTreeMap::new();
+    for r in rows {
+        if r.variant != side.variant || (kb.is_some() && r.llc_kb != kb) {
+            continue;
+        }
+        let seed = r.seed;
+        if out.insert(seed, r.result).is_some() {
+            return Err(invalid!(
+                "'{}' holds several runs of variant '{}', seed {seed} (LLC sizes {}): give \
+                 --kb",
+                path.display(),
+                side.variant,
+                points
+                    .iter()
+                    .map(|p| p.map_or("none".into(), |k| k.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    if out.is_empty() {
+        return Err(invalid!(
+            "'{}' holds no run of variant '{}'{}: its variants are {}",
+            path.display(),
+            side.variant,
+            kb.map_or(String::new(), |k| format!(" at {k} KiB")),
+            variants.join(", ")
+        ));
+    }
+    Ok(out)
+}
+
+/// A program's measures in one run: instructions, cycles, events, their stall cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Sums {
+    instructions: f64,
+    cycles: f64,
+    events: f64,
+    stall: f64,
+}
+
+impl Sums {
+    fn of(c: &Counters, e: Event) -> Sums {
+        let (events, stall) = e.of(c);
+        Sums {
+            instructions: c.instructions as f64,
+            cycles: c.cycles as f64,
+            events,
+            stall,
+        }
+    }
+    fn add(&mut self, o: Sums) {
+        self.instructions += o.instructions;
+        self.cycles += o.cycles;
+        self.events += o.events;
+        self.stall += o.stall;
+    }
+    fn cpi(&self) -> f64 {
+        self.cycles / self.instructions
+    }
+    /// Events per instruction.
+    fn epi(&self) -> f64 {
+        self.events / self.instructions
+    }
+    /// Stall cycles per event (0 without events: none was paid for).
+    fn cost(&self) -> f64 {
+        if self.events > 0.0 {
+            self.stall / self.events
+        } else {
+            0.0
+        }
+    }
+    /// Cycles per instruction not stalled on the event.
+    fn rest(&self) -> f64 {
+        (self.cycles - self.stall) / self.instructions
+    }
+}
+
+/// The change of CPI from `a` to `b` in its three parts, each in percent of `a`'s CPI:
+/// event count (a), cost per event (b), the rest. They add up to the whole change. A
+/// side without events has no price of its own: it is given the other side's, so that
+/// events appearing from none (or vanishing) count as (a), not as a change of price.
+fn parts(a: &Sums, b: &Sums) -> [f64; 3] {
+    let base = a.cpi();
+    let ca = if a.events > 0.0 { a.cost() } else { b.cost() };
+    let cb = if b.events > 0.0 { b.cost() } else { ca };
+    [
+        100.0 * (b.epi() - a.epi()) * ca / base,
+        100.0 * b.epi() * (cb - ca) / base,
+        100.0 * (b.rest() - a.rest()) / base,
+    ]
+}
+
+/// One program's row: per-seed values of each column.
+#[derive(Debug, Default)]
+struct ProgramSeeds {
+    threads: usize,
+    epki: (Vec<f64>, Vec<f64>),
+    epki_change: Vec<f64>,
+    cost: (Vec<f64>, Vec<f64>),
+    share: Vec<f64>,
+    cpi_change: Vec<f64>,
+    parts: [Vec<f64>; 3],
+}
+
+/// The whole decomposition of B against A.
+#[derive(Debug)]
+pub struct Decomposition {
+    /// The event.
+    pub event: Event,
+    /// Seeds paired.
+    pub seeds: Vec<u64>,
+    /// Programs in both sides, in order of first appearance in A.
+    programs: Vec<(String, ProgramSeeds)>,
+    /// Per seed: throughput change, who ran, (a), (b), rest, all in percent of A's
+    /// throughput; `None` when the two sides' threads differ.
+    throughput: Option<[Vec<f64>; 5]>,
+    /// Why there is no throughput decomposition, when there is none.
+    no_throughput: Option<String>,
+}
+
+/// The program names of a run's threads, in order of first appearance.
+fn program_order(r: &RunResult) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for t in &r.threads {
+        if !v.contains(&t.name) {
+            v.push(t.name.clone());
+        }
+    }
+    v
+}
+
+/// A run's programs' sums.
+fn by_program(r: &RunResult, e: Event) -> BTreeMap<String, (usize, Sums)> {
+    let mut m: BTreeMap<String, (usize, Sums)> = BTreeMap::new();
+    for t in &r.threads {
+        let x = m.entry(t.name.clone()).or_default();
+        x.0 += 1;
+        x.1.add(Sums::of(&t.counters, e));
+    }
+    m
+}
+
+/// Takes B against A apart, seed by seed, over the seeds both have; `only` keeps those
+/// programs in the table (all programs in both sides when empty).
+pub fn decompose(
+    a: &BTreeMap<u64, RunResult>,
+    b: &BTreeMap<u64, RunResult>,
+    event: Event,
+    only: &[String],
+) -> Result<Decomposition> {
+    let seeds: Vec<u64> = a.keys().filter(|s| b.contains_key(s)).copied().collect();
+    let Some(&first) = seeds.first() else {
+        return Err(invalid!(
+            "the two sides have no seed in common (A: {:?}, B: {:?})",
+            a.keys().collect::<Vec<_>>(),
+            b.keys().collect::<Vec<_>>()
+        ));
+    };
+    let in_b = program_order(&b[&first]);
+    let mut names: Vec<String> = program_order(&a[&first])
+        .into_iter()
+        .filter(|n| in_b.contains(n))
+        .collect();
+    if !only.is_empty() {
+        if let Some(missing) = only.iter().find(|n| !names.contains(n)) {
+            return Err(invalid!(
+                "program '{missing}' is not in both sides (in both: {})",
+                names.join(", ")
+            ));
+        }
+        names.retain(|n| only.contains(n));
+    }
+    if names.is_empty() {
+        return Err(invalid!("the two sides have no program in common"));
+    }
+    let mut programs: Vec<(String, ProgramSeeds)> = names
+        .iter()
+        .map(|n| (n.clone(), ProgramSeeds::default()))
+        .collect();
+    let same_threads = |ra: &RunResult, rb: &RunResult| {
+        ra.threads.len() == rb.threads.len()
+            && ra
+                .threads
+                .iter()
+                .zip(&rb.threads)
+                .all(|(x, y)| x.id == y.id && x.name == y.name)
+    };
+    let mut no_throughput = None;
+    let mut throughput: [Vec<f64>; 5] = Default::default();
+    for &s in &seeds {
+        let (ra, rb) = (&a[&s], &b[&s]);
+        let (pa, pb) = (by_program(ra, event), by_program(rb, event));
+        for (name, row) in &mut programs {
+            let (Some(&(n, x)), Some(&(_, y))) = (pa.get(name), pb.get(name)) else {
+                return Err(invalid!(
+                    "seed {s}: program '{name}' is missing on one side"
+                ));
+            };
+            if x.instructions == 0.0 || y.instructions == 0.0 {
+                return Err(invalid!(
+                    "seed {s}: program '{name}' retired no instruction in the measured window \
+                     on one side"
+                ));
+            }
+            row.threads = n;
+            row.epki.0.push(1000.0 * x.epi());
+            row.epki.1.push(1000.0 * y.epi());
+            row.epki_change.push(if x.events > 0.0 {
+                100.0 * (y.epi() / x.epi() - 1.0)
+            } else {
+                f64::NAN
+            });
+            row.cost.0.push(x.cost());
+            row.cost.1.push(y.cost());
+            row.share.push(100.0 * x.stall / x.cycles);
+            row.cpi_change.push(100.0 * (y.cpi() / x.cpi() - 1.0));
+            for (v, p) in row.parts.iter_mut().zip(parts(&x, &y)) {
+                v.push(p);
+            }
+        }
+        if no_throughput.is_some() {
+            continue;
+        }
+        if !same_threads(ra, rb) {
+            no_throughput = Some(format!(
+                "seed {s}: the two sides' threads differ (ids or programs), so the machine's \
+                 throughput is not taken apart"
+            ));
+            continue;
+        }
+        // cycles per ms of the window, instructions per ms
+        let (ta, tb) = (ra.measured_ms, rb.measured_ms);
+        let ips_a: f64 = ra
+            .threads
+            .iter()
+            .map(|t| t.counters.instructions as f64)
+            .sum::<f64>()
+            / ta;
+        let ips_b: f64 = rb
+            .threads
+            .iter()
+            .map(|t| t.counters.instructions as f64)
+            .sum::<f64>()
+            / tb;
+        let mut who = 0.0;
+        let mut speed = [0.0; 3];
+        for (x, y) in ra.threads.iter().zip(&rb.threads) {
+            let (sx, sy) = (Sums::of(&x.counters, event), Sums::of(&y.counters, event));
+            let (wa, wb) = (sx.cycles / ta, sy.cycles / tb);
+            if sx.instructions == 0.0 || sy.instructions == 0.0 {
+                // a thread that did not run on one side: all of its change is who ran
+                who += sy.instructions / tb - sx.instructions / ta;
+                continue;
+            }
+            who += (wb - wa) / sx.cpi();
+            // w_b (1/cpi_b − 1/cpi_a) = −w_b ΔCPI / (cpi_a cpi_b), ΔCPI = Σ parts · cpi_a
+            let k = -wb / (sx.cpi() * sy.cpi()) * sx.cpi() / 100.0;
+            for (acc, p) in speed.iter_mut().zip(parts(&sx, &sy)) {
+                *acc += k * p;
+            }
+        }
+        let pct = |v: f64| 100.0 * v / ips_a;
+        throughput[0].push(100.0 * (ips_b / ips_a - 1.0));
+        throughput[1].push(pct(who));
+        for (i, v) in speed.iter().enumerate() {
+            throughput[2 + i].push(pct(*v));
+        }
+    }
+    Ok(Decomposition {
+        event,
+        seeds,
+        programs,
+        throughput: no_throughput.is_none().then_some(throughput),
+        no_throughput,
+    })
+}
+
+impl Decomposition {
+    /// The report, in Markdown: `a` and `b` name the two sides.
+    pub fn render(&self, a: &str, b: &str) -> String {
+        let ms = |v: &[f64], unit: &str| show(over_seeds(v), unit);
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "B = {b} against A = {a}, paired by seed over {} seed(s) ({}); event: {} ({}). \
+             Means over seeds with 95% intervals.\n",
+            self.seeds.len(),
+            self.seeds
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.event.name(),
+            self.event.describe()
+        );
+        match &self.throughput {
+            Some(t) => {
+                let _ = writeln!(
+                    s,
+                    "Throughput (instructions per second, all threads): {} = who ran {} + \
+                     (a) event count {} + (b) cost per event {} + rest {}.\n",
+                    ms(&t[0], "%"),
+                    ms(&t[1], "%"),
+                    ms(&t[2], "%"),
+                    ms(&t[3], "%"),
+                    ms(&t[4], "%")
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "{}.\n",
+                    self.no_throughput.as_deref().unwrap_or("no throughput")
+                );
+            }
+        }
+        s.push_str(
+            "| program | threads | events / 1k instr. A → B | change | stall cycles per event \
+             A → B | stall share of cycles, A | CPI change | (a) event count | (b) cost per \
+             event | rest |\n|---|---:|---|---:|---|---:|---:|---:|---:|---:|\n",
+        );
+        for (name, p) in &self.programs {
+            let m = |v: &[f64]| over_seeds(v).0;
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {} → {} | {} | {} → {} | {} | {} | {} | {} | {} |",
+                p.threads,
+                fmt3(m(&p.epki.0)),
+                fmt3(m(&p.epki.1)),
+                ms(&p.epki_change, "%"),
+                fmt1(m(&p.cost.0)),
+                fmt1(m(&p.cost.1)),
+                ms(&p.share, "%"),
+                ms(&p.cpi_change, "%"),
+                ms(&p.parts[0], "%"),
+                ms(&p.parts[1], "%"),
+                ms(&p.parts[2], "%"),
+            );
+        }
+        s.push_str(
+            "\nEach program's CPI change is exactly (a) + (b) + rest, in percent of its CPI in \
+             A: (a) the change in events per instruction at A's price per event, (b) the \
+             change in that price at B's count, the rest everything else (pipeline sharing, \
+             hits in the inner caches, the store buffer).\n",
+        );
+        s
+    }
+}
+
+/// Three significant-ish decimals for small rates.
+fn fmt3(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.3}")
+    } else {
+        "n/a".into()
+    }
+}
+
+/// One decimal.
+fn fmt1(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.1}")
+    } else {
+        "n/a".into()
+    }
+}
+
+/// Loads both sides and takes B apart against A: the command `cachesched decompose`.
+pub fn run(a: &Side, b: &Side, kb: Option<u64>, event: Event, only: &[String]) -> Result<String> {
+    let (ra, rb) = (load_side(a, kb)?, load_side(b, kb)?);
+    let d = decompose(&ra, &rb, event, only)?;
+    let name = |x: &Side| format!("{} in {}", x.variant, display(&x.dir));
+    Ok(d.render(&name(a), &name(b)))
+}
+
+/// A directory as reports show it.
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(i: u64, c: u64, misses: u64, stall: u64) -> Counters {
+        Counters {
+            instructions: i,
+            cycles: c,
+            llc_misses: misses,
+            data_stall_dram_cycles: stall,
+            ..Default::default()
+        }
+    }
+
+    fn run(threads: &[(&str, Counters)], ms: f64) -> RunResult {
+        crate::results::fixture::run(1, ms, threads)
+    }
+
+    #[test]
+    fn parts_add_up_and_separate_count_from_price() {
+        // 1,000 instructions, 2,000 cycles of which 1,000 stalled on 10 misses (100 each)
+        let a = Sums::of(&counters(1000, 2000, 10, 1000), Event::Llc);
+        // twice the misses at the same price: CPI 3.0, a +50% change all from (a)
+        let b = Sums::of(&counters(1000, 3000, 20, 2000), Event::Llc);
+        let p = parts(&a, &b);
+        assert!((p[0] - 50.0).abs() < 1e-9, "{p:?}");
+        assert!(p[1].abs() < 1e-9 && p[2].abs() < 1e-9, "{p:?}");
+        // the same misses at twice the price: all from (b)
+        let c = Sums::of(&counters(1000, 3000, 10, 2000), Event::Llc);
+        let p = parts(&a, &c);
+        assert!((p[1] - 50.0).abs() < 1e-9 && p[0].abs() < 1e-9, "{p:?}");
+        // both, plus 100 cycles of pipeline: the parts sum to the whole change
+        let d = Sums::of(&counters(1000, 4100, 15, 3000), Event::Llc);
+        let p = parts(&a, &d);
+        let whole = 100.0 * (d.cpi() / a.cpi() - 1.0);
+        assert!(
+            (p.iter().sum::<f64>() - whole).abs() < 1e-9,
+            "{p:?} vs {whole}"
+        );
+        assert!((p[0] - 25.0).abs() < 1e-9, "{p:?}"); // 5 more misses × 100 / 2.0 CPI
+        assert!((p[2] - 5.0).abs() < 1e-9, "{p:?}"); // 100 cycles / 1000 instr / 2.0
+    }
+
+    #[test]
+    fn throughput_splits_into_who_ran_and_how_fast() {
+        // A: two threads with equal cycles, the fast one CPI 1, the slow one CPI 2
+        let a = run(
+            &[
+                ("fast", counters(1000, 1000, 0, 0)),
+                ("slow", counters(500, 1000, 5, 500)),
+            ],
+            1.0,
+        );
+        // B: the fast thread runs more (1,500 cycles against 500), nobody's CPI changes
+        let b = run(
+            &[
+                ("fast", counters(1500, 1500, 0, 0)),
+                ("slow", counters(250, 500, 2, 250)),
+            ],
+            1.0,
+        );
+        let one = |r| BTreeMap::from([(1u64, r)]);
+        let d = decompose(&one(a.clone()), &one(b), Event::Llc, &[]).unwrap();
+        let t = d.throughput.as_ref().unwrap();
+        // 1,500 → 1,750 instructions per ms: +16.7%, all of it who ran
+        assert!((t[0][0] - 100.0 / 6.0).abs() < 1e-9, "{t:?}");
+        assert!((t[1][0] - t[0][0]).abs() < 1e-9, "{t:?}");
+        // the slow thread's misses per instruction fell (10 → 8 per 1k) at a higher
+        // price (100 → 125): (a) and (b) cancel in its CPI, which is unchanged
+        let slow = &d.programs[1].1;
+        assert!((slow.parts[0][0] + slow.parts[1][0]).abs() < 1e-9);
+        assert!(slow.parts[0][0] < -4.9, "{:?}", slow.parts);
+        // B made slower by misses only: (a) carries the whole throughput change
+        let c = run(
+            &[
+                ("fast", counters(500, 1000, 5, 500)),
+                ("slow", counters(500, 1000, 5, 500)),
+            ],
+            1.0,
+        );
+        let d = decompose(&one(a), &one(c), Event::Llc, &[]).unwrap();
+        let t = d.throughput.clone().unwrap();
+        assert!((t[0][0] + 100.0 / 3.0).abs() < 1e-9, "{t:?}");
+        assert!(
+            (t[2][0] - t[0][0]).abs() < 1e-9 && t[1][0].abs() < 1e-9,
+            "{t:?}"
+        );
+        let r = d.render("a", "b");
+        assert!(r.contains("| fast | 1 | 0.000 → 10.000 |"), "{r}");
+    }
+
+    #[test]
+    fn different_threads_give_no_throughput_and_unknown_programs_are_refused() {
+        let a = run(&[("x", counters(1000, 2000, 10, 1000))], 1.0);
+        let b = run(
+            &[
+                ("x", counters(1000, 2000, 10, 1000)),
+                ("y", counters(1000, 2000, 10, 1000)),
+            ],
+            1.0,
+        );
+        let one = |r| BTreeMap::from([(1u64, r)]);
+        let d = decompose(&one(a.clone()), &one(b.clone()), Event::Llc, &[]).unwrap();
+        assert!(d.throughput.is_none() && d.programs.len() == 1);
+        let e = decompose(&one(a.clone()), &one(b), Event::Llc, &["y".into()]);
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("'y' is not in both sides"));
+        let other_seed = BTreeMap::from([(2u64, a.clone())]);
+        assert!(decompose(&one(a), &other_seed, Event::Llc, &[]).is_err());
+    }
+}
