@@ -10,7 +10,7 @@
 //! from which package version, how long it took and how large it is.
 
 use crate::error::{invalid, Error, Result, ResultExt};
-use crate::traces::{record_window, Counting, Window};
+use crate::traces::{record_window, Counting, Traced, Window};
 use cachesched_core::SimRng;
 use cachesched_sim::ThreadGroup;
 use serde::Serialize;
@@ -469,7 +469,7 @@ fn write_text(path: &Path, size: usize) -> Result<()> {
         }
     }
     out.push(b'\n');
-    std::fs::write(path, out).map_err(Error::io("cannot write", path))
+    crate::files::write_bytes(path, &out)
 }
 
 /// Writes the inputs into `dir` (if missing or different), the generated ones `p`
@@ -481,7 +481,7 @@ fn write_inputs(dir: &Path, p: &Program) -> Result<()> {
         let stamp = dir.join(format!("{}.version", g.name));
         if std::fs::read_to_string(&stamp).ok().as_deref() != Some(g.version) || !path.exists() {
             (g.write)(&path)?;
-            std::fs::write(&stamp, g.version).map_err(Error::io("cannot write", &stamp))?;
+            crate::files::write_file(&stamp, g.version)?;
         }
     }
     Ok(())
@@ -494,7 +494,7 @@ fn write_shared_inputs(dir: &Path) -> Result<()> {
     for (name, text) in FILES {
         let p = dir.join(name);
         if std::fs::read_to_string(&p).ok().as_deref() != Some(*text) {
-            std::fs::write(&p, text).map_err(Error::io("cannot write", &p))?;
+            crate::files::write_file(&p, text)?;
         }
     }
     let text = dir.join(TEXT.0);
@@ -503,8 +503,7 @@ fn write_shared_inputs(dir: &Path) -> Result<()> {
         || !text.exists()
     {
         write_text(&text, TEXT.1)?;
-        std::fs::write(&stamp, TEXT_GENERATOR_VERSION)
-            .map_err(Error::io("cannot write", &stamp))?;
+        crate::files::write_file(&stamp, TEXT_GENERATOR_VERSION)?;
     }
     Ok(())
 }
@@ -573,6 +572,29 @@ fn ready(p: &Program, dir: &Path) -> Result<(Vec<String>, Option<PathBuf>)> {
     Ok((cmd, p.stdin_path(dir)))
 }
 
+/// Removes the partial traces `STEM.partial-PID.*` in `dir` that a recording killed
+/// before it could clean up left (its process `PID` is gone); those of recordings
+/// still running are left alone.
+fn remove_orphans(dir: &Path, stem: &str) {
+    let prefix = format!("{stem}.partial-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|r| r.split('.').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !cachesched_linux::process::alive(pid) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Records `p` into `dir` (even if a trace exists); returns the trace's path.
 pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
     let (cmd, stdin) = ready(p, dir)?;
@@ -582,6 +604,7 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
     let (stem, ext) = name.split_once('.').unwrap_or((&name, "cst"));
     // the process id keeps two recordings of one program from writing one file
     let tmp = out.with_file_name(format!("{stem}.partial-{}.{ext}", std::process::id()));
+    remove_orphans(dir, stem);
     eprintln!(
         "recording real:{} ({} M instructions after {} M; under valgrind, about {} s) -> {}",
         p.name,
@@ -592,7 +615,13 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         out.display()
     );
     let t0 = Instant::now();
-    let rec = record_window(&cmd, p.env, stdin.as_deref(), &tmp, p.window, p.counting)
+    let traced = Traced {
+        cmd: &cmd,
+        env: p.env,
+        stdin: stdin.as_deref(),
+        exit_codes: p.exit_codes,
+    };
+    let rec = record_window(&traced, &tmp, p.window, p.counting)
         .within(|| format!("recording real:{} failed", p.name))?;
     let secs = t0.elapsed().as_secs_f64();
     std::fs::rename(&tmp, &out).map_err(Error::io("cannot write", &out))?;
@@ -612,8 +641,7 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         record_seconds: (secs * 10.0).round() / 10.0,
     };
     let json = serde_json::to_string_pretty(&meta)?;
-    std::fs::write(out.with_extension("json"), json + "\n")
-        .map_err(Error::io("cannot write metadata beside", &out))?;
+    crate::files::write_file(&out.with_extension("json"), &(json + "\n"))?;
     eprintln!(
         "recorded real:{}: {} instructions, {} events, {:.1} MB ({:.1} MB on disk), {:.1} s",
         p.name,
@@ -684,4 +712,35 @@ pub fn prepare_with(groups: &mut [ThreadGroup], record: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remove_orphans;
+
+    /// A partial trace whose recording process is gone is removed; one of a live
+    /// recording (this process), another program's and the finished trace stay. Fails
+    /// if orphans were kept or a live recording's file removed.
+    #[test]
+    fn orphaned_partial_traces_are_removed_and_live_ones_kept() {
+        let d = std::env::temp_dir().join(format!("cachesched-orphans-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let me = std::process::id();
+        // no process has pid i32::MAX (Linux's pid_max is at most 2^22)
+        let files = [
+            (format!("gzip-ab.partial-{}.cst.zst", i32::MAX), false),
+            (format!("gzip-ab.partial-{me}.cst.zst"), true),
+            (format!("mcf-cd.partial-{}.cst", i32::MAX), true),
+            ("gzip-ab.cst.zst".to_string(), true),
+        ];
+        for (f, _) in &files {
+            std::fs::write(d.join(f), b"x").unwrap();
+        }
+        remove_orphans(&d, "gzip-ab");
+        for (f, kept) in &files {
+            assert_eq!(d.join(f).exists(), *kept, "{f}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

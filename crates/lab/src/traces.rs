@@ -32,6 +32,33 @@ pub fn stdin_of(stdin: Option<&Path>) -> Result<Stdio> {
     })
 }
 
+/// A command to trace: its arguments, what is added to its environment, the file (if
+/// any) that is its standard input, and the exit codes that mean it ran to its end
+/// as intended (0 for most programs; a SAT solver's 10 and 20).
+#[derive(Clone, Copy, Debug)]
+pub struct Traced<'a> {
+    /// The command and its arguments.
+    pub cmd: &'a [String],
+    /// Variables added to its environment.
+    pub env: &'a [(&'a str, &'a str)],
+    /// Its standard input (none: `/dev/null`).
+    pub stdin: Option<&'a Path>,
+    /// The exit codes of a run that ended as intended.
+    pub exit_codes: &'a [i32],
+}
+
+impl<'a> Traced<'a> {
+    /// `cmd` alone: no environment added, no standard input, exit code 0.
+    pub fn plain(cmd: &'a [String]) -> Traced<'a> {
+        Traced {
+            cmd,
+            env: &[],
+            stdin: None,
+            exit_codes: &[0],
+        }
+    }
+}
+
 /// Starts `valgrind --tool=lackey` on `cmd` (with `env` added, and the file `stdin`,
 /// if any, as its standard input) with the trace on a pipe of its own (valgrind's
 /// descriptor 3), so that whatever the program writes to its stderr cannot mix into
@@ -57,13 +84,8 @@ pub fn spawn_lackey(
 /// Streams the events of lackey running `cmd` (with `env` added to its environment,
 /// `stdin` as its standard input) into `f`, until the command ends or `f` answers `false` (then the command is killed:
 /// a window of its run is all that was wanted).
-pub fn trace_command(
-    cmd: &[String],
-    env: &[(&str, &str)],
-    stdin: Option<&Path>,
-    mut f: impl FnMut(TraceEvent) -> Result<bool>,
-) -> Result<()> {
-    let (mut child, log) = spawn_lackey(cmd, env, stdin)?;
+pub fn trace_command(t: &Traced<'_>, mut f: impl FnMut(TraceEvent) -> Result<bool>) -> Result<()> {
+    let (mut child, log) = spawn_lackey(t.cmd, t.env, t.stdin)?;
     let mut reader = LackeyReader::new(BufReader::with_capacity(1 << 20, log));
     let res: Result<bool> = (|| {
         while let Some(ev) = reader.next_event()? {
@@ -78,8 +100,11 @@ pub fn trace_command(
     }
     let status = child.wait().map_err(Error::TraceIo)?;
     let finished = res?;
-    if finished && !status.success() {
-        return Err(Error::Tool(format!("traced command exited with {status}")));
+    if finished && !status.code().is_some_and(|c| t.exit_codes.contains(&c)) {
+        return Err(Error::Tool(format!(
+            "traced command exited with {status} (expected exit codes: {:?})",
+            t.exit_codes
+        )));
     }
     Ok(())
 }
@@ -148,15 +173,13 @@ pub const ZSTD_LEVEL: i32 = 9;
 /// zstd-compressed. The command is stopped once the window is recorded. A failed or
 /// interrupted recording leaves no half-written trace behind.
 pub fn record_window(
-    cmd: &[String],
-    env: &[(&str, &str)],
-    stdin: Option<&Path>,
+    t: &Traced<'_>,
     out: &Path,
     window: Window,
     counting: Counting,
 ) -> Result<Recording> {
     let compress = out.extension().is_some_and(|e| e == "zst");
-    record_into(cmd, env, stdin, out, window, counting, compress).inspect_err(|_| {
+    record_into(t, out, window, counting, compress).inspect_err(|_| {
         let _ = std::fs::remove_file(out);
     })
 }
@@ -197,9 +220,7 @@ impl Sink {
 
 /// [`record_window`]'s work, leaving the file as it is on error.
 fn record_into(
-    cmd: &[String],
-    env: &[(&str, &str)],
-    stdin: Option<&Path>,
+    t: &Traced<'_>,
     out: &Path,
     window: Window,
     counting: Counting,
@@ -220,7 +241,7 @@ fn record_into(
     let (mut counted, mut events, mut last_addr) = (0u64, 0u64, u64::MAX);
     let mut in_window = 0u64;
     let stop = crate::interrupt::interrupt_flag();
-    trace_command(cmd, env, stdin, |e| {
+    trace_command(t, |e| {
         if let TraceEvent::Instr { addr, .. } = e {
             events += 1;
             if counting.counts(addr, last_addr) {
@@ -248,7 +269,7 @@ fn record_into(
     if counted <= window.skip {
         return Err(Error::Tool(format!(
             "'{}' ended after {counted} instructions, before the {} to skip",
-            cmd.join(" "),
+            t.cmd.join(" "),
             window.skip
         )));
     }
@@ -360,6 +381,29 @@ mod counting_tests {
                 n
             })
             .count()
+    }
+
+    /// A traced command ends as intended only with one of its exit codes: a SAT
+    /// solver's 10 is a failure for a command expecting 0 and success for one
+    /// expecting 10 or 20 (fails if `exit_codes` were ignored again). Runs `sh` under
+    /// valgrind (about a second).
+    #[test]
+    fn a_traced_commands_exit_codes_decide_whether_it_failed() {
+        use super::{trace_command, TraceEvent, Traced};
+        let cmd: Vec<String> = ["sh", "-c", "exit 10"].map(String::from).to_vec();
+        let mut n = 0u64;
+        let e = trace_command(&Traced::plain(&cmd), |_e: TraceEvent| {
+            n += 1;
+            Ok(true)
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("exit status: 10"), "{e}");
+        assert!(n > 1000, "{n} events: the command was traced");
+        let sat = Traced {
+            exit_codes: &[10, 20],
+            ..Traced::plain(&cmd)
+        };
+        trace_command(&sat, |_e| Ok(true)).unwrap();
     }
 
     #[test]

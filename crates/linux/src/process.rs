@@ -41,6 +41,19 @@ pub fn send(pid: i32, sig: i32) {
     unsafe { libc::kill(pid, sig) };
 }
 
+/// Whether a process `pid` exists (one of another user's counts: the signal is refused,
+/// not unknown). A pid at or below 0 is never a process here.
+pub fn alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// SIGKILL.
 pub const SIGKILL: i32 = libc::SIGKILL;
 

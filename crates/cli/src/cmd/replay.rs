@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 use cachesched_lab::traces::{
-    record_window, replay_file, trace_command, CacheSpecs, Counting, Recording, Window,
+    record_window, replay_file, trace_command, CacheSpecs, Counting, Recording, Traced, Window,
 };
 use clap::{Args, Subcommand};
 use std::io::Write;
@@ -100,7 +100,7 @@ pub fn run(a: ReplayArgs) -> Result<()> {
             path.clone()
         }
         (None, false) => {
-            trace_command(&a.command, &[], None, |e| {
+            trace_command(&Traced::plain(&a.command), |e| {
                 sim.event(e);
                 Ok(true)
             })?;
@@ -123,9 +123,7 @@ pub fn record(a: &RecordArgs) -> Result<Recording> {
         length: a.instructions.unwrap_or(u64::MAX),
     };
     Ok(record_window(
-        &a.command,
-        &[],
-        None,
+        &Traced::plain(&a.command),
         &a.out,
         window,
         Counting::Events,

@@ -2,7 +2,7 @@
 //! same program and caches, with identical counts.
 
 use crate::error::{Error, Result};
-use crate::traces::{record_window, replay_file, CacheSpecs, Counting, Window};
+use crate::traces::{record_window, replay_file, CacheSpecs, Counting, Traced, Window};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -60,7 +60,12 @@ pub fn run(a: &ReplayBench) -> Result<()> {
     let scratch = super::Scratch::new()?;
     let dir = scratch.path();
     let trace = dir.join("trace.cst");
-    let rec = record_window(&a.command, &[], None, &trace, Window::ALL, Counting::Events)?;
+    let rec = record_window(
+        &Traced::plain(&a.command),
+        &trace,
+        Window::ALL,
+        Counting::Events,
+    )?;
     let (events, bytes) = (rec.events, rec.bytes);
     println!("program: {}", a.command.join(" "));
     println!("trace: {events} events, {bytes} bytes");

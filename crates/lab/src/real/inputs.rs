@@ -4,7 +4,7 @@
 //! (recording runs at about a million instructions a second: the window has to be
 //! reachable).
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use cachesched_core::SimRng;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -54,9 +54,10 @@ pub const GENERATED: &[Generated] = &[
     },
 ];
 
-/// Writes `text` to `path`.
+/// Writes `text` to `path`, atomically: a recording or `phases` starting beside this
+/// one reads the old input or the new, never a half-written one.
 fn put(path: &Path, text: &[u8]) -> Result<()> {
-    std::fs::write(path, text).map_err(Error::io("cannot write", path))
+    crate::files::write_bytes(path, text)
 }
 
 /// Uniformly random 3-SAT in DIMACS form: 225 variables and 945 clauses (4.2 clauses a
