@@ -542,7 +542,10 @@ struct Recorded<'a> {
     skip_instructions: u64,
     window_instructions: u64,
     counting: String,
+    /// The window's instructions as `counting` counts them.
     instructions: u64,
+    /// Instruction events in the trace (lackey's: every `rep` iteration).
+    instruction_events: u64,
     events: u64,
     bytes: u64,
     file_bytes: u64,
@@ -634,7 +637,8 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         skip_instructions: p.window.skip,
         window_instructions: p.window.length,
         counting: format!("{:?}", p.counting).to_lowercase(),
-        instructions: rec.instructions,
+        instructions: rec.counted,
+        instruction_events: rec.instructions,
         events: rec.events,
         bytes: rec.bytes,
         file_bytes: rec.file_bytes,
@@ -643,8 +647,10 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
     let json = serde_json::to_string_pretty(&meta)?;
     crate::files::write_file(&out.with_extension("json"), &(json + "\n"))?;
     eprintln!(
-        "recorded real:{}: {} instructions, {} events, {:.1} MB ({:.1} MB on disk), {:.1} s",
+        "recorded real:{}: {} instructions ({} instruction events), {} events, {:.1} MB \
+         ({:.1} MB on disk), {:.1} s",
         p.name,
+        rec.counted,
         rec.instructions,
         rec.events,
         rec.bytes as f64 / 1e6,

@@ -157,9 +157,11 @@ pub struct Recording {
     pub bytes: u64,
     /// Bytes of the file (less than `bytes` if it is compressed).
     pub file_bytes: u64,
-    /// Instruction events written (lackey's count: every `rep` iteration), less than
-    /// the window's length if the program ended first.
+    /// Instruction events written (lackey's count: every `rep` iteration).
     pub instructions: u64,
+    /// The window's instructions as the window counts them ([`Counting`]: retired
+    /// instructions or events), its length unless the program ended first.
+    pub counted: u64,
 }
 
 /// zstd level of compressed traces. On the 99.6 MB trace of real:lua, level 3 made
@@ -283,6 +285,7 @@ fn record_into(
         bytes,
         file_bytes,
         instructions: in_window,
+        counted: counted.min(end) - window.skip,
     })
 }
 
@@ -404,6 +407,32 @@ mod counting_tests {
             ..Traced::plain(&cmd)
         };
         trace_command(&sat, |_e| Ok(true)).unwrap();
+    }
+
+    /// A window of `sh`'s run recorded both ways holds its length in counted
+    /// instructions; counted by retired instructions it holds at least as many
+    /// instruction events (a `rep` string instruction is one retired instruction and
+    /// an event per iteration). Fails if the window's count were off by its skip or
+    /// the two counts swapped.
+    #[test]
+    fn a_windows_counted_instructions_are_its_length() {
+        use super::{record_window, Recording, Traced, Window};
+        let cmd: Vec<String> = ["sh", "-c", "exit 0"].map(String::from).to_vec();
+        let d = std::env::temp_dir().join(format!("cachesched-window-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let window = Window {
+            skip: 20_000,
+            length: 30_000,
+        };
+        let rec = |c: Counting| -> Recording {
+            record_window(&Traced::plain(&cmd), &d.join("w.cst"), window, c).unwrap()
+        };
+        let e = rec(Counting::Events);
+        assert_eq!((e.counted, e.instructions), (30_000, 30_000));
+        let r = rec(Counting::Retired);
+        assert_eq!(r.counted, 30_000);
+        assert!(r.instructions >= r.counted, "{r:?}");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
