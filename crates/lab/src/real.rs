@@ -722,7 +722,73 @@ pub fn prepare_with(groups: &mut [ThreadGroup], record: bool) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::remove_orphans;
+    use super::{inputs, remove_orphans, write_text, SUITE, TEXT, TEXT_GENERATOR_VERSION};
+
+    /// Every program's trace key (the hash in its trace's name) and a hash of every
+    /// generated input's bytes, as recorded traces were made with them. Fails when a
+    /// change moves a key (every cached trace of that program is recorded again: say
+    /// so and update the table) or changes an input's bytes without a new version
+    /// (traces recorded from the old bytes would be taken for the new: bump the
+    /// version, then update the table).
+    #[test]
+    fn trace_keys_and_generated_inputs_are_pinned() {
+        let keys: Vec<String> = SUITE
+            .iter()
+            .map(|p| format!("{} {:016x}", p.name, p.definition_hash()))
+            .collect();
+        let d = std::env::temp_dir().join(format!("cachesched-inputs-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let fnv = |p: &std::path::Path| cachesched_core::hash::fnv1a(&std::fs::read(p).unwrap());
+        let mut gen: Vec<String> = inputs::GENERATED
+            .iter()
+            .map(|g| {
+                let p = d.join(g.name);
+                (g.write)(&p).unwrap();
+                format!("{} {} {:016x}", g.name, g.version, fnv(&p))
+            })
+            .collect();
+        let t = d.join(TEXT.0);
+        write_text(&t, TEXT.1).unwrap();
+        gen.push(format!(
+            "{} {TEXT_GENERATOR_VERSION} {:016x}",
+            TEXT.0,
+            fnv(&t)
+        ));
+        std::fs::remove_dir_all(&d).unwrap();
+        let got = format!("{}\n{}", keys.join("\n"), gen.join("\n"));
+        assert_eq!(got, PINNED, "\n{got}");
+    }
+
+    /// As of 2026-12-06: the keys and inputs of the traces recorded so far.
+    const PINNED: &str = "\
+gzip 0133c6f78f3b80bb\n\
+bzip2 b9088a47779ddc44\n\
+xz 30d7e23476b2e548\n\
+zstd 85653c24e40c1c70\n\
+sort 8f36a9a332ec69a0\n\
+cc1 e3db3781d6e45fbe\n\
+perl 6e90a8b7b2706fb4\n\
+python3 646fdd87c83bb8e1\n\
+lua 5549ba2b1afaa9c8\n\
+sqlite3 1ee4c9481aa32037\n\
+stockfish f0013f6b73359c3a\n\
+gnugo af043a75b8647b1b\n\
+povray a0dd40c09d9e1bd3\n\
+glpsol 31eacd4f52ed8b12\n\
+convert e47c32d652210afb\n\
+minisat 9f24837befb90dd4\n\
+hmmsearch 59d95711b096a8b8\n\
+x264 69a1b7013ee102b7\n\
+xalan 99241f6bd2ee06ff\n\
+cbc fe05421ec8585eaf\n\
+parser 0ac5b42f59c28be1\n\
+random3sat.cnf cnf-v2 7bfffeafbbf519cd\n\
+proteins.fa fasta-v4 e1c170d37b05f36c\n\
+family.sto sto-v1 d730a7d35d90df23\n\
+video.yuv yuv-v1 e864f285ed62964c\n\
+auction.xml xml-v1 d5c693aa82e117c4\n\
+multicommodity.mps mps-v2 98dac1a81c364ac7\n\
+text.txt text-v1 3f68660ba6dcfac0";
 
     /// A partial trace whose recording process is gone is removed; one of a live
     /// recording (this process), another program's and the finished trace stay. Fails
