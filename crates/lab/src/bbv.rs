@@ -104,7 +104,7 @@ impl Vectors {
         work: &Path,
     ) -> Result<Vectors> {
         let out = work.join(format!("cachesched-bbv-{}.out", std::process::id()));
-        let _ = std::fs::remove_file(&out);
+        remove_outputs(&out);
         let status = crate::traces::run_valgrind(
             Command::new("valgrind")
                 .arg("-q")
@@ -116,7 +116,7 @@ impl Vectors {
                 .stdin(crate::traces::stdin_of(stdin)?),
         )?;
         if !status.code().is_some_and(|c| exit_codes.contains(&c)) {
-            let _ = std::fs::remove_file(&out);
+            remove_outputs(&out);
             return Err(Error::Tool(format!(
                 "'{}' under valgrind --tool=exp-bbv exited with {status}",
                 cmd.join(" ")
@@ -126,14 +126,35 @@ impl Vectors {
             .map_err(Error::io("exp-bbv wrote no vectors to", &out))?
             .len();
         if len > MAX_BBV_BYTES {
-            let _ = std::fs::remove_file(&out);
+            remove_outputs(&out);
             return Err(invalid!(
                 "exp-bbv wrote {len} bytes of vectors, more than {MAX_BBV_BYTES}: use a larger interval"
             ));
         }
         let text = std::fs::read_to_string(&out).map_err(Error::io("cannot read", &out));
-        let _ = std::fs::remove_file(&out);
+        remove_outputs(&out);
         Vectors::parse(&text?, interval)
+    }
+}
+
+/// Removes exp-bbv's output `out` and the files it writes beside it for the program's
+/// other threads (`out.2`, `out.3`, …: only the main thread's vectors are read).
+fn remove_outputs(out: &Path) {
+    let _ = std::fs::remove_file(out);
+    let (Some(dir), Some(name)) = (out.parent(), out.file_name()) else {
+        return;
+    };
+    let prefix = format!("{}.", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.strip_prefix(&prefix)
+            .is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
@@ -239,6 +260,32 @@ pub fn representative(v: &Vectors, window: u64) -> Result<Choice> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// exp-bbv's main output and its other threads' `.N` files go; files that only
+    /// share the prefix stay. Fails if a thread's file were left behind (as before) or
+    /// another file removed.
+    #[test]
+    fn measured_outputs_of_every_thread_are_removed() {
+        let d = std::env::temp_dir().join(format!("cachesched-bbvout-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let out = d.join("cachesched-bbv-7.out");
+        let files = [
+            ("cachesched-bbv-7.out", false),
+            ("cachesched-bbv-7.out.2", false),
+            ("cachesched-bbv-7.out.13", false),
+            ("cachesched-bbv-7.out.x", true),
+            ("cachesched-bbv-7.out.2.keep", true),
+            ("cachesched-bbv-70.out.2", true),
+        ];
+        for (f, _) in files {
+            std::fs::write(d.join(f), b"x").unwrap();
+        }
+        super::remove_outputs(&out);
+        for (f, kept) in files {
+            assert_eq!(d.join(f).exists(), kept, "{f}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     /// A run of a start-up phase (blocks 0-1) and then a phase alternating two kinds
     /// of interval (blocks 2-3 and 4-5) two to one, in intervals of 10 instructions.
