@@ -98,17 +98,58 @@ impl std::str::FromStr for Event {
 /// One side of a comparison: the runs of one variant in one scenario's results.
 #[derive(Clone, Debug)]
 pub struct Side {
-    /// The directory holding `results.json` (a scenario's, or one mix's, output).
+    /// The directory holding `results.json` (a scenario's, or one mix's, output), or a
+    /// scenario of several mixes whose subdirectories each hold one (their runs pooled).
     pub dir: PathBuf,
     /// The variant's label.
     pub variant: String,
 }
 
+/// A run's place in a comparison: its mix (empty for a directory of one mix) and its
+/// seed. Two sides are paired on equal keys.
+pub type Key = (String, u64);
+
 /// The runs of `side` at sweep point `kb` (`None`: the scenario has no sweep, or it
-/// must have a single point), by seed. Refuses a side with no runs, or with several
-/// runs of one seed (a sweep without `kb`).
-pub fn load_side(side: &Side, kb: Option<u64>) -> Result<BTreeMap<u64, RunResult>> {
-    let path = side.dir.join("results.json");
+/// must have a single point), by mix and seed: the directory's own `results.json`, or
+/// else those of its subdirectories (one per mix, keyed by the subdirectory's name).
+/// Refuses a side with no runs, or with several runs of one seed (a sweep without
+/// `kb`).
+pub fn load_side(side: &Side, kb: Option<u64>) -> Result<BTreeMap<Key, RunResult>> {
+    if side.dir.join("results.json").exists() {
+        return load_one(side, &side.dir, "", kb);
+    }
+    let mut subdirs: Vec<(String, PathBuf)> = std::fs::read_dir(&side.dir)
+        .map_err(crate::error::Error::io(
+            "cannot read the directory",
+            &side.dir,
+        ))?
+        .flatten()
+        .filter(|e| e.path().join("results.json").exists())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    subdirs.sort();
+    if subdirs.is_empty() {
+        return Err(invalid!(
+            "'{}' holds no results.json, nor subdirectories (one per mix) holding one: give \
+             a scenario's or a mix's output directory",
+            side.dir.display()
+        ));
+    }
+    let mut out = BTreeMap::new();
+    for (mix, dir) in subdirs {
+        out.append(&mut load_one(side, &dir, &mix, kb)?);
+    }
+    Ok(out)
+}
+
+/// [`load_side`] for one directory holding `results.json`, its runs keyed by `mix`.
+fn load_one(
+    side: &Side,
+    dir: &Path,
+    mix: &str,
+    kb: Option<u64>,
+) -> Result<BTreeMap<Key, RunResult>> {
+    let path = dir.join("results.json");
     let rows = read_saved(&path)?;
     let variants: Vec<String> = {
         let mut v: Vec<String> = rows.iter().map(|r| r.variant.clone()).collect();
@@ -127,7 +168,7 @@ pub fn load_side(side: &Side, kb: Option<u64>) -> Result<BTreeMap<u64, RunResult
             continue;
         }
         let seed = r.seed;
-        if out.insert(seed, r.result).is_some() {
+        if out.insert((mix.to_string(), seed), r.result).is_some() {
             return Err(invalid!(
                 "'{}' holds several runs of variant '{}', seed {seed} (LLC sizes {}): give \
                  --kb",
@@ -231,9 +272,9 @@ struct ProgramSeeds {
 pub struct Decomposition {
     /// The event.
     pub event: Event,
-    /// Seeds paired.
-    pub seeds: Vec<u64>,
-    /// Programs in both sides, in order of first appearance in A.
+    /// Runs paired: mix (empty for a single mix) and seed.
+    pub seeds: Vec<Key>,
+    /// Programs in both sides of some pair, in order of first appearance in A.
     programs: Vec<(String, ProgramSeeds)>,
     /// Per seed: throughput change, who ran, (a), (b), rest, all in percent of A's
     /// throughput; `None` when the two sides' threads differ.
@@ -264,27 +305,32 @@ fn by_program(r: &RunResult, e: Event) -> BTreeMap<String, (usize, Sums)> {
     m
 }
 
-/// Takes B against A apart, seed by seed, over the seeds both have; `only` keeps those
-/// programs in the table (all programs in both sides when empty).
+/// Takes B against A apart, pair by pair, over the (mix, seed) pairs both have; `only`
+/// keeps those programs in the table (all programs in both sides of some pair when
+/// empty). A program enters a pair's statistics where both sides of that pair run it.
 pub fn decompose(
-    a: &BTreeMap<u64, RunResult>,
-    b: &BTreeMap<u64, RunResult>,
+    a: &BTreeMap<Key, RunResult>,
+    b: &BTreeMap<Key, RunResult>,
     event: Event,
     only: &[String],
 ) -> Result<Decomposition> {
-    let seeds: Vec<u64> = a.keys().filter(|s| b.contains_key(s)).copied().collect();
-    let Some(&first) = seeds.first() else {
+    let seeds: Vec<Key> = a.keys().filter(|s| b.contains_key(s)).cloned().collect();
+    if seeds.is_empty() {
         return Err(invalid!(
-            "the two sides have no seed in common (A: {:?}, B: {:?})",
-            a.keys().collect::<Vec<_>>(),
-            b.keys().collect::<Vec<_>>()
+            "the two sides have no (mix, seed) in common (A: {}, B: {})",
+            show_keys(a.keys()),
+            show_keys(b.keys())
         ));
-    };
-    let in_b = program_order(&b[&first]);
-    let mut names: Vec<String> = program_order(&a[&first])
-        .into_iter()
-        .filter(|n| in_b.contains(n))
-        .collect();
+    }
+    let mut names: Vec<String> = Vec::new();
+    for s in &seeds {
+        let in_b = program_order(&b[s]);
+        for n in program_order(&a[s]) {
+            if in_b.contains(&n) && !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
     if !only.is_empty() {
         if let Some(missing) = only.iter().find(|n| !names.contains(n)) {
             return Err(invalid!(
@@ -311,19 +357,19 @@ pub fn decompose(
     };
     let mut no_throughput = None;
     let mut throughput: [Vec<f64>; 5] = Default::default();
-    for &s in &seeds {
-        let (ra, rb) = (&a[&s], &b[&s]);
+    for key in &seeds {
+        let s = show_key(key);
+        let (ra, rb) = (&a[key], &b[key]);
         let (pa, pb) = (by_program(ra, event), by_program(rb, event));
         for (name, row) in &mut programs {
             let (Some(&(n, x)), Some(&(_, y))) = (pa.get(name), pb.get(name)) else {
-                return Err(invalid!(
-                    "seed {s}: program '{name}' is missing on one side"
-                ));
+                // not in this pair on both sides (another mix's program)
+                continue;
             };
             if x.instructions == 0.0 || y.instructions == 0.0 {
                 return Err(invalid!(
-                    "seed {s}: program '{name}' retired no instruction in the measured window \
-                     on one side"
+                    "{s}: program '{name}' retired no instruction in the measured window on \
+                     one side"
                 ));
             }
             row.threads = n;
@@ -347,7 +393,7 @@ pub fn decompose(
         }
         if !same_threads(ra, rb) {
             no_throughput = Some(format!(
-                "seed {s}: the two sides' threads differ (ids or programs), so the machine's \
+                "{s}: the two sides' threads differ (ids or programs), so the machine's \
                  throughput is not taken apart"
             ));
             continue;
@@ -406,14 +452,10 @@ impl Decomposition {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "B = {b} against A = {a}, paired by seed over {} seed(s) ({}); event: {} ({}). \
-             Means over seeds with 95% intervals.\n",
+            "B = {b} against A = {a}, paired by mix and seed over {} pair(s) ({}); event: {} \
+             ({}). Means over the pairs with 95% intervals.\n",
             self.seeds.len(),
-            self.seeds
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
+            show_keys(self.seeds.iter()),
             self.event.name(),
             self.event.describe()
         );
@@ -469,6 +511,28 @@ impl Decomposition {
         );
         s
     }
+}
+
+/// A pair's key as reports show it: `seed N`, or `MIX seed N`.
+fn show_key((mix, seed): &Key) -> String {
+    if mix.is_empty() {
+        format!("seed {seed}")
+    } else {
+        format!("{mix} seed {seed}")
+    }
+}
+
+/// Keys as a list: seeds alone for a single mix, else `MIX/SEED`.
+fn show_keys<'a>(keys: impl Iterator<Item = &'a Key>) -> String {
+    keys.map(|(m, s)| {
+        if m.is_empty() {
+            s.to_string()
+        } else {
+            format!("{m}/{s}")
+        }
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 /// Three significant-ish decimals for small rates.
@@ -563,7 +627,7 @@ mod tests {
             ],
             1.0,
         );
-        let one = |r| BTreeMap::from([(1u64, r)]);
+        let one = |r| BTreeMap::from([((String::new(), 1u64), r)]);
         let d = decompose(&one(a.clone()), &one(b), Event::Llc, &[]).unwrap();
         let t = d.throughput.as_ref().unwrap();
         // 1,500 → 1,750 instructions per ms: +16.7%, all of it who ran
@@ -593,6 +657,43 @@ mod tests {
         assert!(r.contains("| fast | 1 | 0.000 → 10.000 |"), "{r}");
     }
 
+    /// Pooled mixes: a program enters the pairs of the mixes that run it, and each
+    /// pair's throughput is taken apart on its own. Fails if a program of one mix
+    /// were required in every mix, or a mix's pairs were dropped.
+    #[test]
+    fn pooled_mixes_pair_each_program_where_it_runs() {
+        let c = |m| counters(1000, 2000, m, 10 * m);
+        let a = BTreeMap::from([
+            (
+                ("m1".to_string(), 1),
+                run(&[("x", c(10)), ("y", c(20))], 1.0),
+            ),
+            (
+                ("m2".to_string(), 1),
+                run(&[("x", c(10)), ("z", c(30))], 1.0),
+            ),
+        ]);
+        let b = BTreeMap::from([
+            (
+                ("m1".to_string(), 1),
+                run(&[("x", c(5)), ("y", c(20))], 1.0),
+            ),
+            (
+                ("m2".to_string(), 1),
+                run(&[("x", c(15)), ("z", c(30))], 1.0),
+            ),
+        ]);
+        let d = decompose(&a, &b, Event::Llc, &[]).unwrap();
+        let names: Vec<&str> = d.programs.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["x", "y", "z"]);
+        let x = &d.programs[0].1;
+        assert_eq!(x.epki_change.len(), 2);
+        assert!((x.epki_change[0] + 50.0).abs() < 1e-9 && (x.epki_change[1] - 50.0).abs() < 1e-9);
+        assert_eq!(d.programs[1].1.epki_change.len(), 1);
+        assert_eq!(d.throughput.as_ref().unwrap()[0].len(), 2);
+        assert!(d.render("a", "b").contains("m1/1, m2/1"));
+    }
+
     #[test]
     fn different_threads_give_no_throughput_and_unknown_programs_are_refused() {
         let a = run(&[("x", counters(1000, 2000, 10, 1000))], 1.0);
@@ -603,7 +704,7 @@ mod tests {
             ],
             1.0,
         );
-        let one = |r| BTreeMap::from([(1u64, r)]);
+        let one = |r| BTreeMap::from([((String::new(), 1u64), r)]);
         let d = decompose(&one(a.clone()), &one(b.clone()), Event::Llc, &[]).unwrap();
         assert!(d.throughput.is_none() && d.programs.len() == 1);
         let e = decompose(&one(a.clone()), &one(b), Event::Llc, &["y".into()]);
@@ -611,7 +712,7 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("'y' is not in both sides"));
-        let other_seed = BTreeMap::from([(2u64, a.clone())]);
+        let other_seed = BTreeMap::from([((String::new(), 2u64), a.clone())]);
         assert!(decompose(&one(a), &other_seed, Event::Llc, &[]).is_err());
     }
 }

@@ -15,7 +15,9 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct DecomposeArgs {
     /// The output directory of a scenario, or of one mix of it, holding `results.json`
-    /// (e.g. `results/casc/fig5-7`, `results/cachefair/heldout/gap-fast`): side A.
+    /// (e.g. `results/casc/fig5-7`, `results/cachefair/heldout/gap-fast`): side A. A
+    /// scenario of several mixes (e.g. `results/timeslice/fig7-2c4m`) pools its mixes'
+    /// runs, paired by mix and seed.
     dir: PathBuf,
     /// Side A's variant (its label in the scenario file).
     #[arg(long, value_name = "VARIANT")]
