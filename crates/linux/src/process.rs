@@ -41,8 +41,8 @@ pub fn send(pid: i32, sig: i32) {
     unsafe { libc::kill(pid, sig) };
 }
 
-/// Whether a process `pid` exists (one of another user's counts: the signal is refused,
-/// not unknown). A pid at or below 0 is never a process here.
+/// Whether a process `pid` exists (another user's process counts: `kill` fails with
+/// EPERM for it, not ESRCH). A pid at or below 0 is never a process here.
 pub fn alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
