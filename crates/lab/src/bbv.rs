@@ -91,18 +91,10 @@ impl Vectors {
         })
     }
 
-    /// Runs `cmd` (with `env` added, `stdin` as its standard input; ending with one of
-    /// `exit_codes`) whole under `valgrind --tool=exp-bbv` with
-    /// intervals of `interval` instructions, in `work` (a scratch directory the output
-    /// is written to and removed from), and reads its vectors.
-    pub fn measure(
-        cmd: &[String],
-        env: &[(&str, &str)],
-        stdin: Option<&Path>,
-        exit_codes: &[i32],
-        interval: u64,
-        work: &Path,
-    ) -> Result<Vectors> {
+    /// Runs command `t` whole under `valgrind --tool=exp-bbv` with intervals of
+    /// `interval` instructions, in `work` (a scratch directory the output is written to
+    /// and removed from), and reads its vectors.
+    pub fn measure(t: &crate::traces::Traced<'_>, interval: u64, work: &Path) -> Result<Vectors> {
         let out = work.join(format!("cachesched-bbv-{}.out", std::process::id()));
         remove_outputs(&out);
         let status = crate::traces::run_valgrind(
@@ -111,15 +103,15 @@ impl Vectors {
                 .arg("--tool=exp-bbv")
                 .arg(format!("--interval-size={interval}"))
                 .arg(format!("--bb-out-file={}", out.display()))
-                .args(cmd)
-                .envs(env.iter().copied())
-                .stdin(crate::traces::stdin_of(stdin)?),
+                .args(t.cmd)
+                .envs(t.env.iter().copied())
+                .stdin(crate::traces::stdin_of(t.stdin)?),
         )?;
-        if !status.code().is_some_and(|c| exit_codes.contains(&c)) {
+        if !t.succeeded(status) {
             remove_outputs(&out);
             return Err(Error::Tool(format!(
                 "'{}' under valgrind --tool=exp-bbv exited with {status}",
-                cmd.join(" ")
+                t.cmd.join(" ")
             )));
         }
         let len = std::fs::metadata(&out)

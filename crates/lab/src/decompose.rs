@@ -10,7 +10,9 @@
 //! instructions, `C` cycles on a CPU, `N` events and `S` the cycles stalled on them:
 //! `CPI = C/I = (C − S)/I + (N/I)·(S/N)`, so the change of CPI from run A to run B is
 //! exactly `Δ(N/I)·c_A` (a) `+ (N/I)_B·Δc` (b) `+ Δ((C − S)/I)` (the rest), `c = S/N`
-//! being the stall cycles per event. Each part is shown in percent of CPI in A.
+//! being the stall cycles per event; the rest is taken as what (a) and (b) leave of the
+//! whole change, which is that term whenever both runs have events (see `parts`). Each
+//! part is shown in percent of CPI in A.
 //!
 //! The throughput of the machine (instructions per second over the measured window,
 //! `Σ_i w_i/CPI_i` with `w_i` thread `i`'s cycles per second) changes by
@@ -163,6 +165,11 @@ fn load_one(
         .filter(|r| r.variant == side.variant)
         .map(|r| r.llc_kb)
         .collect();
+    let sizes = points
+        .iter()
+        .map(|p| p.map_or("none".into(), |k| k.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut out = BTreeMap::new();
     for r in rows {
         if r.variant != side.variant || (kb.is_some() && r.llc_kb != kb) {
@@ -175,11 +182,7 @@ fn load_one(
                  --kb",
                 path.display(),
                 side.variant,
-                points
-                    .iter()
-                    .map(|p| p.map_or("none".into(), |k| k.to_string()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                sizes
             ));
         }
     }
@@ -190,11 +193,7 @@ fn load_one(
             side.variant,
             kb.map_or(String::new(), |k| format!(" at {k} KiB")),
             variants.join(", "),
-            points
-                .iter()
-                .map(|p| p.map_or("none".into(), |k| k.to_string()))
-                .collect::<Vec<_>>()
-                .join(", ")
+            sizes
         ));
     }
     Ok(out)
@@ -295,11 +294,10 @@ pub struct Decomposition {
     pub seeds: Vec<Key>,
     /// Programs in both sides of some pair, in order of first appearance in A.
     programs: Vec<(String, ProgramSeeds)>,
-    /// Per seed: throughput change, who ran, (a), (b), rest, all in percent of A's
-    /// throughput; `None` when the two sides' threads differ.
-    throughput: Option<[Vec<f64>; 5]>,
-    /// Why there is no throughput decomposition, when there is none.
-    no_throughput: Option<String>,
+    /// Per pair: throughput change, who ran, (a), (b), rest, all in percent of A's
+    /// throughput; or why the throughput is not taken apart (the first pair that could
+    /// not be: different threads, an empty window).
+    throughput: std::result::Result<[Vec<f64>; 5], String>,
     /// Programs left out of a pair because they did not run in one side's window.
     skipped: Vec<String>,
 }
@@ -368,17 +366,8 @@ pub fn decompose(
         .iter()
         .map(|n| (n.clone(), ProgramSeeds::default()))
         .collect();
-    let same_threads = |ra: &RunResult, rb: &RunResult| {
-        ra.threads.len() == rb.threads.len()
-            && ra
-                .threads
-                .iter()
-                .zip(&rb.threads)
-                .all(|(x, y)| x.id == y.id && x.name == y.name)
-    };
-    let mut no_throughput = None;
     let mut skipped = Vec::new();
-    let mut throughput: [Vec<f64>; 5] = Default::default();
+    let mut throughput: std::result::Result<[Vec<f64>; 5], String> = Ok(Default::default());
     for key in &seeds {
         let s = show_key(key);
         let (ra, rb) = (&a[key], &b[key]);
@@ -409,75 +398,84 @@ pub fn decompose(
                 v.push(p);
             }
         }
-        if no_throughput.is_some() {
-            continue;
-        }
-        if !same_threads(ra, rb) {
-            no_throughput = Some(format!(
-                "{s}: the two sides' threads differ (ids or programs), so the machine's \
-                 throughput is not taken apart"
-            ));
-            continue;
-        }
-        // cycles per ms of the window, instructions per ms
-        let (ta, tb) = (ra.measured_ms, rb.measured_ms);
-        if !(ta.is_finite() && ta > 0.0 && tb.is_finite() && tb > 0.0) {
-            no_throughput = Some(format!(
-                "{s}: a measured window of {ta} or {tb} ms, so the machine's throughput is not \
-                 taken apart"
-            ));
-            continue;
-        }
-        let ips_a: f64 = ra
-            .threads
-            .iter()
-            .map(|t| t.counters.instructions as f64)
-            .sum::<f64>()
-            / ta;
-        let ips_b: f64 = rb
-            .threads
-            .iter()
-            .map(|t| t.counters.instructions as f64)
-            .sum::<f64>()
-            / tb;
-        if ips_a <= 0.0 {
-            no_throughput = Some(format!(
-                "{s}: A retired no instruction, so the machine's throughput is not taken apart"
-            ));
-            continue;
-        }
-        let mut who = 0.0;
-        let mut speed = [0.0; 3];
-        for (x, y) in ra.threads.iter().zip(&rb.threads) {
-            let (sx, sy) = (Sums::of(&x.counters, event), Sums::of(&y.counters, event));
-            let (wa, wb) = (sx.cycles / ta, sy.cycles / tb);
-            if !sx.usable() || !sy.usable() {
-                // a thread that did not run on one side: all of its change is who ran
-                who += sy.instructions / tb - sx.instructions / ta;
-                continue;
+        if let Ok(t) = &mut throughput {
+            match machine(ra, rb, event) {
+                Ok(split) => {
+                    for (v, x) in t.iter_mut().zip(split) {
+                        v.push(x);
+                    }
+                }
+                Err(why) => {
+                    throughput = Err(format!(
+                        "{s}: {why}, so the machine's throughput is not taken apart"
+                    ))
+                }
             }
-            who += (wb - wa) / sx.cpi();
-            // w_b (1/cpi_b − 1/cpi_a) = −w_b ΔCPI / (cpi_a cpi_b), ΔCPI = Σ parts · cpi_a
-            let k = -wb / (sx.cpi() * sy.cpi()) * sx.cpi() / 100.0;
-            for (acc, p) in speed.iter_mut().zip(parts(&sx, &sy)) {
-                *acc += k * p;
-            }
-        }
-        let pct = |v: f64| 100.0 * v / ips_a;
-        throughput[0].push(100.0 * (ips_b / ips_a - 1.0));
-        throughput[1].push(pct(who));
-        for (i, v) in speed.iter().enumerate() {
-            throughput[2 + i].push(pct(*v));
         }
     }
     Ok(Decomposition {
         event,
         seeds,
         programs,
-        throughput: no_throughput.is_none().then_some(throughput),
-        no_throughput,
+        throughput,
         skipped,
     })
+}
+
+/// One pair's throughput split, in percent of A's instructions per second: the whole
+/// change, who ran, (a), (b), rest; or why it cannot be split.
+fn machine(ra: &RunResult, rb: &RunResult, event: Event) -> std::result::Result<[f64; 5], String> {
+    let same_threads = ra.threads.len() == rb.threads.len()
+        && ra
+            .threads
+            .iter()
+            .zip(&rb.threads)
+            .all(|(x, y)| x.id == y.id && x.name == y.name);
+    if !same_threads {
+        return Err("the two sides' threads differ (ids or programs)".into());
+    }
+    let (ta, tb) = (ra.measured_ms, rb.measured_ms);
+    if !(ta.is_finite() && ta > 0.0 && tb.is_finite() && tb > 0.0) {
+        return Err(format!("a measured window of {ta} or {tb} ms"));
+    }
+    // instructions per ms of the window
+    let ips = |r: &RunResult, t: f64| {
+        r.threads
+            .iter()
+            .map(|x| x.counters.instructions as f64)
+            .sum::<f64>()
+            / t
+    };
+    let (ips_a, ips_b) = (ips(ra, ta), ips(rb, tb));
+    if ips_a <= 0.0 {
+        return Err("A retired no instruction".into());
+    }
+    let mut who = 0.0;
+    let mut speed = [0.0; 3];
+    for (x, y) in ra.threads.iter().zip(&rb.threads) {
+        let (sx, sy) = (Sums::of(&x.counters, event), Sums::of(&y.counters, event));
+        if !sx.usable() || !sy.usable() {
+            // a thread that did not run on one side: all of its change is who ran
+            who += sy.instructions / tb - sx.instructions / ta;
+            continue;
+        }
+        // cycles per ms of the window
+        let (wa, wb) = (sx.cycles / ta, sy.cycles / tb);
+        who += (wb - wa) / sx.cpi();
+        // w_b (1/cpi_b − 1/cpi_a) = −w_b ΔCPI / (cpi_a cpi_b), ΔCPI = Σ parts · cpi_a / 100
+        let k = -wb / sy.cpi() / 100.0;
+        for (acc, p) in speed.iter_mut().zip(parts(&sx, &sy)) {
+            *acc += k * p;
+        }
+    }
+    let pct = |v: f64| 100.0 * v / ips_a;
+    Ok([
+        100.0 * (ips_b / ips_a - 1.0),
+        pct(who),
+        pct(speed[0]),
+        pct(speed[1]),
+        pct(speed[2]),
+    ])
 }
 
 impl Decomposition {
@@ -495,7 +493,7 @@ impl Decomposition {
             self.event.describe()
         );
         match &self.throughput {
-            Some(t) => {
+            Ok(t) => {
                 let _ = writeln!(
                     s,
                     "Throughput (instructions per second, all threads): {} = who ran {} + \
@@ -507,12 +505,8 @@ impl Decomposition {
                     ms(&t[4], "%")
                 );
             }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "{}.\n",
-                    self.no_throughput.as_deref().unwrap_or("no throughput")
-                );
+            Err(why) => {
+                let _ = writeln!(s, "{why}.\n");
             }
         }
         s.push_str(
@@ -783,7 +777,7 @@ mod tests {
                     );
                 }
             }
-            if let Some(t) = &d.throughput {
+            if let Ok(t) = &d.throughput {
                 let sum: f64 = (1..5).map(|j| t[j][0]).sum();
                 let tol = 1e-9 * t[0][0].abs().max(1.0);
                 assert!((sum - t[0][0]).abs() < tol, "case {case}: {t:?}");
@@ -803,7 +797,7 @@ mod tests {
         );
         let one = |r| BTreeMap::from([((String::new(), 1u64), r)]);
         let d = decompose(&one(a.clone()), &one(b.clone()), Event::Llc, &[]).unwrap();
-        assert!(d.throughput.is_none() && d.programs.len() == 1);
+        assert!(d.throughput.is_err() && d.programs.len() == 1);
         let e = decompose(&one(a.clone()), &one(b), Event::Llc, &["y".into()]);
         assert!(e
             .unwrap_err()

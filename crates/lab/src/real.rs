@@ -343,6 +343,17 @@ impl Program {
         cachesched_core::hash::fnv1a(s.as_bytes())
     }
 
+    /// How it runs as command line `cmd` (made by [`ready`]) with standard input `stdin`:
+    /// what recording and `phases` both trace.
+    fn traced<'a>(&'a self, cmd: &'a [String], stdin: Option<&'a Path>) -> Traced<'a> {
+        Traced {
+            cmd,
+            env: self.env,
+            stdin,
+            exit_codes: self.exit_codes,
+        }
+    }
+
     /// Where its trace is (or will be) in `dir`.
     pub fn trace_path(&self, dir: &Path) -> PathBuf {
         // windows chosen from basic-block vectors are long: those traces are stored
@@ -618,14 +629,13 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         out.display()
     );
     let t0 = Instant::now();
-    let traced = Traced {
-        cmd: &cmd,
-        env: p.env,
-        stdin: stdin.as_deref(),
-        exit_codes: p.exit_codes,
-    };
-    let rec = record_window(&traced, &tmp, p.window, p.counting)
-        .within(|| format!("recording real:{} failed", p.name))?;
+    let rec = record_window(
+        &p.traced(&cmd, stdin.as_deref()),
+        &tmp,
+        p.window,
+        p.counting,
+    )
+    .within(|| format!("recording real:{} failed", p.name))?;
     let secs = t0.elapsed().as_secs_f64();
     std::fs::rename(&tmp, &out).map_err(Error::io("cannot write", &out))?;
     let meta = Recorded {
@@ -671,9 +681,8 @@ pub fn phases(
     window: u64,
 ) -> Result<(crate::bbv::Vectors, crate::bbv::Choice)> {
     let (cmd, stdin) = ready(p, dir)?;
-    let v =
-        crate::bbv::Vectors::measure(&cmd, p.env, stdin.as_deref(), p.exit_codes, interval, dir)
-            .within(|| format!("measuring real:{}'s basic-block vectors failed", p.name))?;
+    let v = crate::bbv::Vectors::measure(&p.traced(&cmd, stdin.as_deref()), interval, dir)
+        .within(|| format!("measuring real:{}'s basic-block vectors failed", p.name))?;
     let c = crate::bbv::representative(&v, window).within(|| format!("real:{}", p.name))?;
     Ok((v, c))
 }

@@ -48,6 +48,12 @@ pub struct Traced<'a> {
 }
 
 impl<'a> Traced<'a> {
+    /// Whether a run that ended with `status` ended as intended: with one of its exit
+    /// codes (a signal is never one).
+    pub fn succeeded(&self, status: std::process::ExitStatus) -> bool {
+        status.code().is_some_and(|c| self.exit_codes.contains(&c))
+    }
+
     /// `cmd` alone: no environment added, no standard input, exit code 0.
     pub fn plain(cmd: &'a [String]) -> Traced<'a> {
         Traced {
@@ -100,7 +106,7 @@ pub fn trace_command(t: &Traced<'_>, mut f: impl FnMut(TraceEvent) -> Result<boo
     }
     let status = child.wait().map_err(Error::TraceIo)?;
     let finished = res?;
-    if finished && !status.code().is_some_and(|c| t.exit_codes.contains(&c)) {
+    if finished && !t.succeeded(status) {
         return Err(Error::Tool(format!(
             "traced command exited with {status} (expected exit codes: {:?})",
             t.exit_codes
