@@ -31,6 +31,9 @@ const FILES: &[(&str, &str)] = &[
     ("prog.c", include_str!("real/prog.c")),
     ("auction.xsl", include_str!("real/auction.xsl")),
     ("sentences.txt", include_str!("real/sentences.txt")),
+    ("algebra.g", include_str!("real/algebra.g")),
+    ("speech.txt", include_str!("real/speech.txt")),
+    ("census.lm", include_str!("real/census.lm")),
 ];
 
 mod inputs;
@@ -293,6 +296,41 @@ pub const SUITE: &[Program] = &[
         window: Window { skip: 800 * M, length: 200 * M },
         counting: Counting::Retired,
         stdin: Some("{dir}/sentences.txt"),
+        ..PLAIN
+    },
+    Program {
+        name: "gap",
+        package: "gap-core",
+        what: "GAP 4 (SPEC's gap) on a six-part input after SPEC CPU2000's reference input: combinatorics and big numbers, finite fields, permutation groups (Rubik's cube group, M24, M12), a subgroup lattice, normalizers in a solvable group two ways, a pc-group collector; the library restored from a workspace (saved natively first)",
+        // The kernel itself, not Debian's /usr/bin/gap (a shell script valgrind would
+        // trace instead, which also reads $HOME/gap); -r: no user configuration.
+        // Restoring the 53 MB workspace takes 0.88 G retired instructions (loading the
+        // library without one, 4.7 G: valgrind exp-bbv on `QUIT;`).
+        command: &["/usr/lib/x86_64-linux-gnu/gap/gap", "-r", "-l", "/usr/lib/gap;/usr/share/gap", "-L", "{dir}/gap.ws", "-q", "{dir}/algebra.g"],
+        // `cachesched real phases gap` (2026-12-06): 3,150 M retired instructions in all (0.88 G of them restoring the workspace); window at 1,760 M, distance 0.966 (the parts differ: no window is near the whole)
+        window: Window { skip: 1760 * M, length: 200 * M },
+        counting: Counting::Retired,
+        setup: Some((
+            &["/usr/lib/x86_64-linux-gnu/gap/gap", "-r", "-l", "/usr/lib/gap;/usr/share/gap", "-q", "-c", "SaveWorkspace(\"{dir}/gap.ws\");QUIT;"],
+            "gap.ws",
+        )),
+        ..PLAIN
+    },
+    Program {
+        name: "sphinx",
+        package: "pocketsphinx",
+        what: "PocketSphinx (SPEC's sphinx3 is CMU Sphinx-3, run there as `sphinx_livepretend ctlfile . args.an4` on AN4 census utterances) decoding four census-style utterances (5.8 s of 16 kHz speech synthesised natively by espeak-ng and sox) with the en-us acoustic model and a 109-word census vocabulary (needs pocketsphinx-en-us, espeak-ng and sox)",
+        command: &["pocketsphinx_continuous", "-infile", "{dir}/speech.wav", "-hmm", "/usr/share/pocketsphinx/model/en-us/en-us", "-lm", "{dir}/census.lm", "-dict", "{dir}/census.dict", "-logfn", "/dev/null"],
+        // `cachesched real phases sphinx` (2026-12-06): 1,960 M retired instructions in all; window at 90 M, distance 0.158
+        window: Window { skip: 90 * M, length: 200 * M },
+        counting: Counting::Retired,
+        // the dictionary: the language model's words' pronunciations in CMUdict; the
+        // speech: espeak-ng's 22,050 Hz output resampled to the model's 16 kHz (sox -R:
+        // repeatable, -D: no dither, so the same bytes every time)
+        setup: Some((
+            &["sh", "-c", "set -e; d=$1; awk 'FNR == NR { if ($1 ~ /^-/ && NF >= 2) v[$2] = 1; next } { w = $1; sub(/\\(.*/, \"\", w); if (w in v) print }' \"$d/census.lm\" /usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict > \"$d/census.dict\"; espeak-ng -w \"$d/speech-22k.wav\" -f \"$d/speech.txt\"; sox -R -D \"$d/speech-22k.wav\" -r 16000 -c 1 -b 16 -e signed-integer \"$d/speech.wav\"", "sh", "{dir}"],
+            "speech.wav",
+        )),
         ..PLAIN
     },
 ];
@@ -791,6 +829,8 @@ x264 69a1b7013ee102b7\n\
 xalan 99241f6bd2ee06ff\n\
 cbc fe05421ec8585eaf\n\
 parser 0ac5b42f59c28be1\n\
+gap ad502934abb80152\n\
+sphinx 12215e912d054cfb\n\
 random3sat.cnf cnf-v2 7bfffeafbbf519cd\n\
 proteins.fa fasta-v4 e1c170d37b05f36c\n\
 family.sto sto-v1 d730a7d35d90df23\n\
