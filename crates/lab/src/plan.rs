@@ -6,9 +6,10 @@
 //! the worker-time of a run is its simulated time at that rate. The rate of a machine
 //! depends on its mix (threads, miss rates), so the estimate is within tens of
 //! percent, enough to decide between minutes, hours and days. A run whose window ends
-//! by its quanta (`stop_after_quanta`) is counted at the mean length of the runs of the
-//! same configuration with other seeds that the run cache holds, or at its whole
-//! duration (an upper bound, said) when it holds none.
+//! by its quanta (`stop_after_quanta`) or when its work segments complete
+//! (`stop_after_segments`) is counted at the mean length of the runs of the same
+//! configuration with other seeds that the run cache holds, or at its whole duration
+//! (an upper bound, said) when it holds none.
 
 use crate::error::{Error, Result, ResultExt};
 use crate::scenario::Planned;
@@ -35,8 +36,8 @@ struct FileCost {
     /// Simulated seconds of the runs still to make (solo runs included), per machine
     /// name ([`machine_of`]).
     pending_s: BTreeMap<String, f64>,
-    /// Of the runs to make, those whose window ends by their quanta
-    /// ([`SimConfig::stop_after_quanta`]) and that no run of the same configuration
+    /// Of the runs to make, those whose window ends by their quanta or their work
+    /// segments ([`SimConfig::stop_after_quanta`], [`SimConfig::stop_after_segments`]) and that no run of the same configuration
     /// with another seed tells the length of ([`sibling_ms`]): counted at their whole
     /// duration, an upper bound.
     bounded: usize,
@@ -116,26 +117,28 @@ fn costs(
         };
         let mut pending = |cfg: &SimConfig, solo: bool, fc: &mut FileCost| -> Result<()> {
             let m = machine_of(cfg)?;
-            let ms = match cfg.stop_after_quanta {
-                Some(_) => {
-                    let any_seed = crate::caches::config_key(&SimConfig {
-                        seed: 0,
-                        ..cfg.clone()
-                    })?;
-                    let known = match lengths.get(&any_seed) {
-                        Some(&l) => l,
-                        None => {
-                            let l = sibling_ms(cfg)?;
-                            lengths.insert(any_seed, l);
-                            l
-                        }
-                    };
-                    known.unwrap_or_else(|| {
-                        fc.bounded += 1;
-                        cfg.duration_ms
-                    })
-                }
-                None => cfg.duration_ms,
+            // a window that ends by its quanta or when its work segments complete
+            // ends early: counted at what its cached siblings took
+            let ends_early = cfg.stop_after_quanta.is_some() || cfg.stop_after_segments;
+            let ms = if ends_early {
+                let any_seed = crate::caches::config_key(&SimConfig {
+                    seed: 0,
+                    ..cfg.clone()
+                })?;
+                let known = match lengths.get(&any_seed) {
+                    Some(&l) => l,
+                    None => {
+                        let l = sibling_ms(cfg)?;
+                        lengths.insert(any_seed, l);
+                        l
+                    }
+                };
+                known.unwrap_or_else(|| {
+                    fc.bounded += 1;
+                    cfg.duration_ms
+                })
+            } else {
+                cfg.duration_ms
             };
             *fc.pending_s.entry(m.clone()).or_default() += ms / 1e3;
             let longest = fc.longest_s[usize::from(solo)]
@@ -291,7 +294,7 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
     if bounded > 0 {
         println!(
             "\n{bounded} of the runs to make end their window by their quanta \
-             (stop_after_quanta) and no cached run of theirs with another seed tells \
+             (stop_after_quanta) or their work segments (stop_after_segments) and no cached run of theirs with another seed tells \
              how long: counted at their whole duration, so their simulated seconds and \
              worker-hours are upper bounds (the others at their cached siblings' mean)"
         );
