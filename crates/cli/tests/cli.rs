@@ -1649,7 +1649,10 @@ fx_quantum_ms = 1
         plan.contains("| casc/turns | 3 | 1 | 2 | 0 of 0 | 0.0 |"),
         "{plan}"
     );
-    assert!(!plan.contains("end their window by their quanta"), "{plan}");
+    assert!(
+        !plan.contains("of the runs to make end their window"),
+        "{plan}"
+    );
 }
 
 /// Outputs stay where they were asked to go (issue 77, items 8, 11 and 12): a scenario

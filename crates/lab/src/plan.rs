@@ -37,7 +37,8 @@ struct FileCost {
     /// name ([`machine_of`]).
     pending_s: BTreeMap<String, f64>,
     /// Of the runs to make, those whose window ends by their quanta or their work
-    /// segments ([`SimConfig::stop_after_quanta`], [`SimConfig::stop_after_segments`]) and that no run of the same configuration
+    /// segments ([`SimConfig::stop_after_quanta`],
+    /// [`SimConfig::stop_after_segments`]) and that no run of the same configuration
     /// with another seed tells the length of ([`sibling_ms`]): counted at their whole
     /// duration, an upper bound.
     bounded: usize,
@@ -73,12 +74,14 @@ pub(crate) fn machine_of(cfg: &SimConfig) -> Result<String> {
 }
 
 /// Worker-seconds per simulated second of `cfg`'s machine and mix on this host: `cfg`
-/// simulated for [`CALIBRATION_MS`] (no warm-up), timed.
+/// simulated for [`CALIBRATION_MS`] (no warm-up, and no early end: a run that stopped
+/// before them would be divided by time it did not simulate), timed.
 pub(crate) fn calibrate(cfg: &SimConfig) -> Result<f64> {
     let c = SimConfig {
         duration_ms: CALIBRATION_MS,
         warmup_ms: 0.0,
         stop_after_quanta: None,
+        stop_after_segments: false,
         ..cfg.clone()
     };
     let t0 = Instant::now();
@@ -189,10 +192,12 @@ fn costs(
 /// ([`sibling_ms`]).
 const SIBLING_SEEDS: u64 = 10;
 
-/// The simulated ms of a run of `cfg` whose window ends by its quanta, from the runs of
-/// the same configuration with seeds 1 to [`SIBLING_SEEDS`] that the run cache holds
-/// (its own seed's is not, or it would not be made): their mean length (warm-up
-/// included); `None` if it holds none.
+/// The simulated ms of a run of `cfg` whose window ends early (by its quanta or its
+/// work segments), from the runs of the same configuration with seeds 1 to
+/// [`SIBLING_SEEDS`] that the run cache holds (its own seed's is not, or it would not
+/// be made): their mean length (warm-up included, capped at the run's duration: a run
+/// that ends inside its warm-up counts its time from the start as measured, and would
+/// otherwise have its warm-up counted twice); `None` if it holds none.
 fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
     let mut lens = Vec::new();
     for seed in 1..=SIBLING_SEEDS {
@@ -201,7 +206,7 @@ fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
             ..cfg.clone()
         })?;
         if let Some(r) = crate::caches::runs::load(k)? {
-            lens.push(cfg.warmup_ms + r.measured_ms);
+            lens.push((cfg.warmup_ms + r.measured_ms).min(cfg.duration_ms));
         }
     }
     Ok((!lens.is_empty()).then(|| lens.iter().sum::<f64>() / lens.len() as f64))
@@ -294,7 +299,8 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
     if bounded > 0 {
         println!(
             "\n{bounded} of the runs to make end their window by their quanta \
-             (stop_after_quanta) or their work segments (stop_after_segments) and no cached run of theirs with another seed tells \
+             (stop_after_quanta) or their work segments (stop_after_segments) and no \
+             cached run of theirs with another seed tells \
              how long: counted at their whole duration, so their simulated seconds and \
              worker-hours are upper bounds (the others at their cached siblings' mean)"
         );

@@ -75,6 +75,12 @@ pub struct Program {
     /// recorded run works on (`None`: none); `{dir}` as in `command`. Its output file
     /// (the second element of the pair) is removed first.
     pub setup: Option<(&'static [&'static str], &'static str)>,
+    /// What else the command or its setup needs, beside the package's own program:
+    /// pairs of a program (looked up as the command's first word is) or an absolute
+    /// path, and the Debian package that provides it. Checked before anything runs,
+    /// so that a missing one is named with its package; the packages' versions are
+    /// recorded beside the trace.
+    pub requires: &'static [(&'static str, &'static str)],
 }
 
 /// What an entry of [`SUITE`] leaves out: no added environment, no setup.
@@ -89,6 +95,7 @@ const PLAIN: Program = Program {
     stdin: None,
     env: &[],
     setup: None,
+    requires: &[],
 };
 
 /// The suite.
@@ -314,6 +321,7 @@ pub const SUITE: &[Program] = &[
             &["/usr/lib/x86_64-linux-gnu/gap/gap", "-r", "-l", "/usr/lib/gap;/usr/share/gap", "-q", "-c", "SaveWorkspace(\"{dir}/gap.ws\");QUIT;"],
             "gap.ws",
         )),
+        requires: &[("/usr/share/gap/lib/init.g", "gap-libs")],
         ..PLAIN
     },
     Program {
@@ -331,6 +339,12 @@ pub const SUITE: &[Program] = &[
             &["sh", "-c", "set -e; d=$1; awk 'FNR == NR { if ($1 ~ /^-/ && NF >= 2) v[$2] = 1; next } { w = $1; sub(/\\(.*/, \"\", w); if (w in v) print }' \"$d/census.lm\" /usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict > \"$d/census.dict\"; espeak-ng -w \"$d/speech-22k.wav\" -f \"$d/speech.txt\"; sox -R -D \"$d/speech-22k.wav\" -r 16000 -c 1 -b 16 -e signed-integer \"$d/speech.wav\"", "sh", "{dir}"],
             "speech.wav",
         )),
+        requires: &[
+            ("/usr/share/pocketsphinx/model/en-us/en-us/means", "pocketsphinx-en-us"),
+            ("espeak-ng", "espeak-ng"),
+            ("/usr/lib/x86_64-linux-gnu/espeak-ng-data/phontab", "espeak-ng-data"),
+            ("sox", "sox"),
+        ],
         ..PLAIN
     },
 ];
@@ -577,6 +591,37 @@ fn run_setup(p: &Program, setup: &[&str], made: &Path, dir: &Path) -> Result<()>
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
+    // a setup may report its failure only in its output (GAP's SaveWorkspace returns
+    // false, and GAP still exits 0)
+    if !made.exists() {
+        let said = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout).trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        let tail: String = said.trim().chars().rev().take(2000).collect();
+        return Err(Error::Tool(format!(
+            "the setup of real:{} ({}) exited 0 but did not make {}: {}",
+            p.name,
+            args.join(" "),
+            made.display(),
+            tail.chars().rev().collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that everything `p` requires ([`Program::requires`]) is installed, or says
+/// which package to install.
+fn check_requires(p: &Program) -> Result<()> {
+    for (what, package) in p.requires {
+        if find_program(what).is_none() {
+            return Err(Error::Tool(format!(
+                "real:{} needs {what}, which is not installed: apt-get install {package}",
+                p.name
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -586,6 +631,8 @@ struct Recorded<'a> {
     program: &'a str,
     package: &'a str,
     package_version: String,
+    /// The versions of the packages of [`Program::requires`], by package.
+    requires: Vec<(&'a str, String)>,
     what: &'a str,
     command: Vec<String>,
     skip_instructions: u64,
@@ -618,6 +665,7 @@ fn package_version(package: &str) -> String {
 fn ready(p: &Program, dir: &Path) -> Result<(Vec<String>, Option<PathBuf>)> {
     write_inputs(dir, p)?;
     let cmd = p.command_line(dir)?;
+    check_requires(p)?;
     if let Some((setup, made)) = p.setup {
         run_setup(p, setup, &dir.join(made), dir)?;
     }
@@ -680,6 +728,11 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
         program: p.name,
         package: p.package,
         package_version: package_version(p.package),
+        requires: p
+            .requires
+            .iter()
+            .map(|(_, pkg)| (*pkg, package_version(pkg)))
+            .collect(),
         what: p.what,
         command: cmd,
         skip_instructions: p.window.skip,
@@ -769,7 +822,10 @@ pub fn prepare_with(groups: &mut [ThreadGroup], record: bool) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{inputs, remove_orphans, write_text, SUITE, TEXT, TEXT_GENERATOR_VERSION};
+    use super::{
+        check_requires, inputs, remove_orphans, run_setup, write_text, Program, PLAIN, SUITE, TEXT,
+        TEXT_GENERATOR_VERSION,
+    };
 
     /// Every program's trace key (the hash in its trace's name) and a hash of every
     /// generated input's bytes, as recorded traces were made with them. Fails when a
@@ -838,6 +894,58 @@ video.yuv yuv-v1 e864f285ed62964c\n\
 auction.xml xml-v1 d5c693aa82e117c4\n\
 multicommodity.mps mps-v2 98dac1a81c364ac7\n\
 text.txt text-v1 3f68660ba6dcfac0";
+
+    /// A program whose requirement is missing is refused before anything runs, naming
+    /// the requirement and its package; one whose requirements are there passes.
+    /// Fails if a missing requirement goes unnoticed or is not named.
+    #[test]
+    fn a_missing_requirement_names_its_package() {
+        let p = Program {
+            name: "t",
+            requires: &[
+                ("sh", "dash"),
+                ("/nonexistent/cachesched/model", "some-model"),
+            ],
+            ..PLAIN
+        };
+        let e = check_requires(&p).unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/cachesched/model"), "{e}");
+        assert!(e.contains("apt-get install some-model"), "{e}");
+        let ok = Program {
+            requires: &[("sh", "dash")],
+            ..p
+        };
+        check_requires(&ok).unwrap();
+    }
+
+    /// A setup that exits 0 without making its output (as GAP does when SaveWorkspace
+    /// fails) is an error naming the file; one that makes it passes. Fails if the
+    /// missing output is taken for success.
+    #[test]
+    fn a_setup_that_makes_nothing_is_an_error() {
+        let d = std::env::temp_dir().join(format!("cachesched-setup-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let made = d.join("made.out");
+        let p = Program {
+            name: "t",
+            package: "dash",
+            ..PLAIN
+        };
+        let e = run_setup(&p, &["sh", "-c", "echo saved nothing"], &made, &d)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did not make") && e.contains("made.out"), "{e}");
+        assert!(e.contains("saved nothing"), "{e}");
+        run_setup(
+            &p,
+            &["sh", "-c", "echo x > \"$0\"", "{dir}/made.out"],
+            &made,
+            &d,
+        )
+        .unwrap();
+        assert!(made.exists());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     /// A partial trace whose recording process is gone is removed; one of a live
     /// recording (this process), another program's and the finished trace stay. Fails
