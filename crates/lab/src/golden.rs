@@ -28,15 +28,15 @@ pub const GOLDEN_MODEL_VERSION: u32 = 1;
 
 /// (case `PAPER/FILE/VARIANT`, FNV-1a 64 of `serde_json::to_string(&simulate(..))`).
 pub const GOLDEN: &[(&str, u64)] = &[
+    ("affinity/heldout-mmp/bound", 0x6c197bcb939b4a4d),
+    ("affinity/heldout-mmp/oblivious", 0xc6593da7770a3a98),
+    ("affinity/heldout-ump/bound", 0xd0c5e2e4dde86be2),
+    ("affinity/heldout-ump/oblivious", 0x6a712e2f1156a036),
     ("affinity/l1-clovertown-q10/high", 0xc187b5115806d111),
     ("affinity/l1-t2000-q10/high", 0xdfc9a197367bb78a),
-    ("affinity/l2-mmp/bound", 0x26ba5cdcb835a0b9),
-    ("affinity/l2-mmp/oblivious", 0xca03e2185c87dd00),
     ("affinity/l2-mmp/default", 0x7491987e93d3dd9b),
     ("affinity/l2-mmp/affinity-core", 0x7affa92be9173b45),
     ("affinity/l2-mmp/affinity-llc", 0x85fb413ef3b1ea69),
-    ("affinity/l2-ump/bound", 0x700a717e62485ffa),
-    ("affinity/l2-ump/oblivious", 0x6f26b9e8ac98efae),
     ("affinity/l2-ump/default", 0xfd5a5c68f3aea222),
     ("affinity/l2-ump/affinity-core", 0x93775e7f222b3986),
     ("affinity/l2-ump/affinity-llc", 0x93775e7f222b3986),

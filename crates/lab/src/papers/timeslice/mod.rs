@@ -1394,6 +1394,7 @@ mod tests {
             ("diag-fig5-cfs-2cpu", None),
             ("diag-fig8-2-at-4.5ms", None),
             ("fig1-slowdown", None),
+            ("fig1-slowdown-real", None),
             ("fig2-offcpu", None),
             ("fig3-coldstart", None),
             ("fig5-2c16m", Some((2, 4))),
