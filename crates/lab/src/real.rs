@@ -7,7 +7,9 @@
 //! `~/.cache/cachesched/traces`. A trace's file name carries a hash of its definition
 //! (command, input, window), so changing a definition records it anew instead of
 //! reusing a stale trace; beside each trace a `.json` file says what was recorded,
-//! from which package version, how long it took and how large it is.
+//! from which package version, how long it took and how large it is. A program is made
+//! ready (its setup run) and recorded under a lock of its own (`NAME.lock` in the
+//! cache), so that concurrent runs wanting one missing trace record it once.
 
 use crate::error::{invalid, Error, Result, ResultExt};
 use crate::traces::{record_window, Counting, Traced, Window};
@@ -53,7 +55,8 @@ pub struct Program {
     pub package: &'static str,
     /// What it is and what it does with its input.
     pub what: &'static str,
-    /// The command; `{dir}` is replaced by the cache directory holding the inputs.
+    /// The command; `{dir}` is replaced by the cache directory holding the inputs,
+    /// `{multiarch}` by Debian's triplet for this architecture ([`MULTIARCH`]).
     /// The first word is looked up on PATH and in /usr/games.
     pub command: &'static [&'static str],
     /// Instructions skipped (start-up, reading input) and recorded.
@@ -97,6 +100,48 @@ const PLAIN: Program = Program {
     setup: None,
     requires: &[],
 };
+
+/// Debian's multiarch triplet of the architecture this binary is built for: the
+/// directory under /usr/lib where some packages keep their programs and data (GAP's
+/// kernel, espeak-ng's data). `{multiarch}` in a command, setup or requirement stands
+/// for it; `None` on an architecture without one here (those programs then refuse to
+/// record, saying so).
+const MULTIARCH: Option<&str> = if cfg!(target_arch = "x86_64") {
+    Some("x86_64-linux-gnu")
+} else if cfg!(target_arch = "aarch64") {
+    Some("aarch64-linux-gnu")
+} else if cfg!(target_arch = "riscv64") {
+    Some("riscv64-linux-gnu")
+} else if cfg!(target_arch = "powerpc64") {
+    Some("powerpc64le-linux-gnu")
+} else if cfg!(target_arch = "s390x") {
+    Some("s390x-linux-gnu")
+} else {
+    None
+};
+
+/// `text` with `{multiarch}` replaced by [`MULTIARCH`], or an error naming the program
+/// if this architecture has no triplet here.
+fn with_multiarch(text: &str, program: &str) -> Result<String> {
+    if !text.contains("{multiarch}") {
+        return Ok(text.to_string());
+    }
+    let arch = MULTIARCH.ok_or_else(|| {
+        Error::Tool(format!(
+            "real:{program} names a path under /usr/lib/<multiarch triplet>, and this              binary knows no Debian triplet for its architecture ({}): add it to MULTIARCH              in crates/lab/src/real.rs",
+            std::env::consts::ARCH
+        ))
+    })?;
+    Ok(text.replace("{multiarch}", arch))
+}
+
+/// GAP's kernel with the arguments every GAP command here starts with (`-r`: no user
+/// configuration; `-l`: Debian's library roots), then the given ones.
+macro_rules! gap_kernel {
+    ($($arg:expr),* $(,)?) => {
+        &["/usr/lib/{multiarch}/gap/gap", "-r", "-l", "/usr/lib/gap;/usr/share/gap", $($arg),*]
+    };
+}
 
 /// The suite.
 pub const SUITE: &[Program] = &[
@@ -313,12 +358,12 @@ pub const SUITE: &[Program] = &[
         // trace instead, which also reads $HOME/gap); -r: no user configuration.
         // Restoring the 53 MB workspace takes 0.88 G retired instructions (loading the
         // library without one, 4.7 G: valgrind exp-bbv on `QUIT;`).
-        command: &["/usr/lib/x86_64-linux-gnu/gap/gap", "-r", "-l", "/usr/lib/gap;/usr/share/gap", "-L", "{dir}/gap.ws", "-q", "{dir}/algebra.g"],
+        command: gap_kernel!["-L", "{dir}/gap.ws", "-q", "{dir}/algebra.g"],
         // `cachesched real phases gap` (2026-12-06): 3,150 M retired instructions in all (0.88 G of them restoring the workspace); window at 1,760 M, distance 0.966 (the parts differ: no window is near the whole)
         window: Window { skip: 1760 * M, length: 200 * M },
         counting: Counting::Retired,
         setup: Some((
-            &["/usr/lib/x86_64-linux-gnu/gap/gap", "-r", "-l", "/usr/lib/gap;/usr/share/gap", "-q", "-c", "SaveWorkspace(\"{dir}/gap.ws\");QUIT;"],
+            gap_kernel!["-q", "-c", "SaveWorkspace(\"{dir}/gap.ws\");QUIT;"],
             "gap.ws",
         )),
         requires: &[("/usr/share/gap/lib/init.g", "gap-libs")],
@@ -342,7 +387,7 @@ pub const SUITE: &[Program] = &[
         requires: &[
             ("/usr/share/pocketsphinx/model/en-us/en-us/means", "pocketsphinx-en-us"),
             ("espeak-ng", "espeak-ng"),
-            ("/usr/lib/x86_64-linux-gnu/espeak-ng-data/phontab", "espeak-ng-data"),
+            ("/usr/lib/{multiarch}/espeak-ng-data/phontab", "espeak-ng-data"),
             ("sox", "sox"),
         ],
         ..PLAIN
@@ -370,10 +415,13 @@ impl Program {
     /// window, environment, and the inputs the command names (the shipped files' text,
     /// the generated text's size and generator version).
     fn definition_hash(&self) -> u64 {
+        // `{multiarch}` resolved, so that the key is the command this binary runs (and
+        // stays what it was on amd64, where the paths were written out)
         let mut s = format!(
             "{:?}|{:?}|{:?}|{:?}|{:?}|",
             self.command, self.window, self.env, self.setup, TEXT
-        );
+        )
+        .replace("{multiarch}", MULTIARCH.unwrap_or("{multiarch}"));
         // the first programs' windows count events and read no input: their hashes
         // stay as they were
         if self.counting != Counting::Events || self.stdin.is_some() {
@@ -439,15 +487,19 @@ impl Program {
 
     /// The command line with `{dir}` filled in and the program found.
     fn command_line(&self, dir: &Path) -> Result<Vec<String>> {
-        resolve(self.command, dir, self.package)
+        resolve(self.command, dir, self)
     }
 }
 
 /// `args` with `{dir}` replaced by `dir` and the program (the first word) found, or an
 /// error saying which package to install.
-fn resolve(args: &[&str], dir: &Path, package: &str) -> Result<Vec<String>> {
+fn resolve(args: &[&str], dir: &Path, p: &Program) -> Result<Vec<String>> {
     let d = dir.to_string_lossy();
-    let mut cmd: Vec<String> = args.iter().map(|a| a.replace("{dir}", &d)).collect();
+    let mut cmd = args
+        .iter()
+        .map(|a| with_multiarch(&a.replace("{dir}", &d), p.name))
+        .collect::<Result<Vec<String>>>()?;
+    let package = p.package;
     cmd[0] = find_program(&cmd[0]).ok_or_else(|| {
         Error::Tool(format!(
             "'{}' is not installed: apt-get install {package}",
@@ -573,7 +625,7 @@ fn write_shared_inputs(dir: &Path) -> Result<()> {
 
 /// Runs `p`'s setup command natively in `dir`, after removing what it makes.
 fn run_setup(p: &Program, setup: &[&str], made: &Path, dir: &Path) -> Result<()> {
-    let args = resolve(setup, dir, p.package)?;
+    let args = resolve(setup, dir, p)?;
     let _ = std::fs::remove_file(made);
     let out = Command::new(&args[0])
         .args(&args[1..])
@@ -615,7 +667,8 @@ fn run_setup(p: &Program, setup: &[&str], made: &Path, dir: &Path) -> Result<()>
 /// which package to install.
 fn check_requires(p: &Program) -> Result<()> {
     for (what, package) in p.requires {
-        if find_program(what).is_none() {
+        let what = with_multiarch(what, p.name)?;
+        if find_program(&what).is_none() {
             return Err(Error::Tool(format!(
                 "real:{} needs {what}, which is not installed: apt-get install {package}",
                 p.name
@@ -695,8 +748,53 @@ fn remove_orphans(dir: &Path, stem: &str) {
     }
 }
 
+/// The lock on program `p` in the cache directory `dir`, held while its setup runs and
+/// while it is recorded or measured: a setup rewrites its output in place (GAP's
+/// workspace, the synthesised speech), so two processes making one program ready at
+/// once could trace a half-written input, and two recordings of one missing trace
+/// would both spend minutes on it. Waits (saying so) while another process holds it;
+/// released when the file is dropped (or the process ends, however it ends). The lock
+/// file `NAME.lock` stays, empty.
+fn lock(p: &Program, dir: &Path) -> Result<std::fs::File> {
+    let f = open_lock(p, dir)?;
+    let failed = || Error::io("cannot lock", lock_path(p, dir));
+    match f.try_lock() {
+        Ok(()) => return Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => eprintln!(
+            "real:{} is being made ready or recorded by another process; waiting for it",
+            p.name
+        ),
+        Err(std::fs::TryLockError::Error(e)) => return Err(failed()(e)),
+    }
+    f.lock().map_err(failed())?;
+    Ok(f)
+}
+
+/// Where `p`'s lock file is in `dir`.
+fn lock_path(p: &Program, dir: &Path) -> PathBuf {
+    dir.join(format!("{}.lock", p.name))
+}
+
+/// Opens (creating) `p`'s lock file in `dir`, unlocked.
+fn open_lock(p: &Program, dir: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(dir).map_err(Error::io("cannot create the trace cache", dir))?;
+    let path = lock_path(p, dir);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(Error::io("cannot open the lock file", &path))
+}
+
 /// Records `p` into `dir` (even if a trace exists); returns the trace's path.
 pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
+    let _held = lock(p, dir)?;
+    record_locked(p, dir)
+}
+
+/// [`record`] with `p`'s lock ([`lock`]) held by the caller.
+fn record_locked(p: &Program, dir: &Path) -> Result<PathBuf> {
     let (cmd, stdin) = ready(p, dir)?;
     let out = p.trace_path(dir);
     // NAME-HASH.partial-PID.cst[.zst]: the extension still says whether to compress
@@ -771,6 +869,7 @@ pub fn phases(
     interval: u64,
     window: u64,
 ) -> Result<(crate::bbv::Vectors, crate::bbv::Choice)> {
+    let _held = lock(p, dir)?;
     let (cmd, stdin) = ready(p, dir)?;
     let v = crate::bbv::Vectors::measure(&p.traced(&cmd, stdin.as_deref()), interval, dir)
         .within(|| format!("measuring real:{}'s basic-block vectors failed", p.name))?;
@@ -785,7 +884,12 @@ pub fn ensure(p: &Program) -> Result<PathBuf> {
     if path.exists() {
         return Ok(path);
     }
-    record(p, &dir)
+    let _held = lock(p, &dir)?;
+    // another process may have recorded it while this one waited for the lock
+    if path.exists() {
+        return Ok(path);
+    }
+    record_locked(p, &dir)
 }
 
 /// Gives every group naming a real program its cached trace (recording it on first
@@ -823,8 +927,8 @@ pub fn prepare_with(groups: &mut [ThreadGroup], record: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::{
-        check_requires, inputs, remove_orphans, run_setup, write_text, Program, PLAIN, SUITE, TEXT,
-        TEXT_GENERATOR_VERSION,
+        check_requires, inputs, lock, open_lock, remove_orphans, run_setup, with_multiarch,
+        write_text, Program, MULTIARCH, PLAIN, SUITE, TEXT, TEXT_GENERATOR_VERSION,
     };
 
     /// Every program's trace key (the hash in its trace's name) and a hash of every
@@ -945,6 +1049,63 @@ text.txt text-v1 3f68660ba6dcfac0";
         .unwrap();
         assert!(made.exists());
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// While one process (here: one open file) holds a program's lock, no other can
+    /// take it; once released, the next can. A second recording of one program would
+    /// otherwise rerun its setup under the first one's feet.
+    #[test]
+    fn a_programs_lock_excludes_a_second_holder_until_released() {
+        let d = std::env::temp_dir().join(format!("cachesched-lock-{}", std::process::id()));
+        let gap = SUITE.iter().find(|p| p.name == "gap").unwrap();
+        let sphinx = SUITE.iter().find(|p| p.name == "sphinx").unwrap();
+        let held = lock(gap, &d).unwrap();
+        let other = open_lock(gap, &d).unwrap();
+        assert!(matches!(
+            other.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        // another program's lock is its own
+        let _sphinx = lock(sphinx, &d).unwrap();
+        drop(held);
+        other.try_lock().unwrap();
+        drop(other);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// No definition names an architecture's library directory itself: `{multiarch}`
+    /// stands for it and resolves to this build's triplet, and a path under it is
+    /// checked (and named) with the resolved triplet.
+    #[test]
+    fn library_paths_are_written_with_the_multiarch_triplet() {
+        for p in SUITE {
+            let text = format!("{:?}{:?}{:?}", p.command, p.setup, p.requires);
+            for arch in ["x86_64-linux-gnu", "aarch64-linux-gnu", "i386-linux-gnu"] {
+                assert!(!text.contains(arch), "real:{} names {arch}", p.name);
+            }
+        }
+        let Some(triplet) = MULTIARCH else {
+            // an architecture without a triplet here: those programs refuse, saying so
+            let e = with_multiarch("/usr/lib/{multiarch}/gap/gap", "gap").unwrap_err();
+            assert!(e.to_string().contains("MULTIARCH"), "{e}");
+            return;
+        };
+        assert_eq!(
+            with_multiarch("/usr/lib/{multiarch}/gap/gap", "gap").unwrap(),
+            format!("/usr/lib/{triplet}/gap/gap")
+        );
+        let e = check_requires(&Program {
+            name: "t",
+            requires: &[("/usr/lib/{multiarch}/no-such-data/file", "no-such-package")],
+            ..PLAIN
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(&format!("/usr/lib/{triplet}/no-such-data/file"))
+                && e.contains("apt-get install no-such-package"),
+            "{e}"
+        );
     }
 
     /// A partial trace whose recording process is gone is removed; one of a live
