@@ -2,8 +2,11 @@
 //! re-keying of runs made before model versions (`reproduce PAPER --rekey-from`).
 //!
 //! The estimate is measured, not guessed: for each machine the plan uses, one of its
-//! runs is simulated for a short calibration window on this host with this build, and
-//! the worker-time of a run is its simulated time at that rate. The rate of a machine
+//! runs is set up and simulated for a short calibration window on this host with this
+//! build, and the worker-time of a run is its set-up (reading and checking its traces,
+//! building the machine) plus its simulated time at that rate. The two are timed apart:
+//! a run of a real program's trace reads and decompresses half a gigabyte first, which
+//! counted inside a 20 ms window would multiply into every simulated second. The rate of a machine
 //! depends on its mix (threads, miss rates), so the estimate is within tens of
 //! percent, enough to decide between minutes, hours and days. A run whose window ends
 //! by its quanta (`stop_after_quanta`) or when its work segments complete
@@ -17,10 +20,27 @@ use cachesched_sim::SimConfig;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-/// Simulated milliseconds of a calibration run: long enough for the per-run set-up to
-/// be a small part of it, short enough that a plan of ten machines costs well under a
-/// minute.
+/// Simulated milliseconds of a calibration run: long enough for a rate (the caches
+/// fill in the first milliseconds), short enough that a plan of ten machines costs
+/// well under a minute.
 const CALIBRATION_MS: f64 = 20.0;
+
+/// What a run of one machine and mix costs on this host ([`calibrate`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Rate {
+    /// Worker-seconds to set a run up (configuration resolved, traces read, machine
+    /// built), before its first simulated instant.
+    pub setup_s: f64,
+    /// Worker-seconds per simulated second after that.
+    pub per_sim_s: f64,
+}
+
+impl Rate {
+    /// Worker-seconds of `runs` runs that simulate `sim_s` seconds in all.
+    pub fn worker_s(&self, runs: usize, sim_s: f64) -> f64 {
+        runs as f64 * self.setup_s + sim_s * self.per_sim_s
+    }
+}
 
 /// One scenario file of a plan: its runs, those the run cache holds, and their
 /// simulated time.
@@ -36,6 +56,9 @@ struct FileCost {
     /// Simulated seconds of the runs still to make (solo runs included), per machine
     /// name ([`machine_of`]).
     pending_s: BTreeMap<String, f64>,
+    /// How many runs (solo runs included) those are, per machine name: each is set up
+    /// once ([`Rate::setup_s`]).
+    pending_n: BTreeMap<String, usize>,
     /// Of the runs to make, those whose window ends by their quanta or their work
     /// segments ([`SimConfig::stop_after_quanta`],
     /// [`SimConfig::stop_after_segments`]) and that no run of the same configuration
@@ -52,6 +75,18 @@ struct FileCost {
     /// Mixes whose metrics need solo runs: with the Slurm executor, each makes its
     /// solo runs as an array of its own, after the runs.
     solo_mixes: usize,
+}
+
+impl FileCost {
+    /// Worker-seconds of the runs still to make, at each machine's `rate`: each run's
+    /// set-up and its simulated time (a sum of no terms is -0.0, hence the 0.0 +).
+    fn worker_s(&self, rate: &BTreeMap<String, Rate>) -> f64 {
+        0.0 + self
+            .pending_s
+            .iter()
+            .map(|(m, sim_s)| rate[m].worker_s(self.pending_n[m], *sim_s))
+            .sum::<f64>()
+    }
 }
 
 /// The name a plan groups runs by: the machine's name, with its LLC size (a sweep's
@@ -73,10 +108,10 @@ pub(crate) fn machine_of(cfg: &SimConfig) -> Result<String> {
     Ok(format!("{} ({} KiB{solo})", m.name, llc >> 10))
 }
 
-/// Worker-seconds per simulated second of `cfg`'s machine and mix on this host: `cfg`
+/// What a run of `cfg`'s machine and mix costs on this host: `cfg` set up, timed, then
 /// simulated for [`CALIBRATION_MS`] (no warm-up, and no early end: a run that stopped
-/// before them would be divided by time it did not simulate), timed.
-pub(crate) fn calibrate(cfg: &SimConfig) -> Result<f64> {
+/// before them would be divided by time it did not simulate), timed apart.
+pub(crate) fn calibrate(cfg: &SimConfig) -> Result<Rate> {
     let c = SimConfig {
         duration_ms: CALIBRATION_MS,
         warmup_ms: 0.0,
@@ -85,8 +120,13 @@ pub(crate) fn calibrate(cfg: &SimConfig) -> Result<f64> {
         ..cfg.clone()
     };
     let t0 = Instant::now();
-    cachesched_sim::simulate(&c)?;
-    Ok(t0.elapsed().as_secs_f64() / (CALIBRATION_MS / 1e3))
+    let sim = cachesched_sim::Simulation::new(&c, cachesched_sim::build_chain(&c))?;
+    let t1 = Instant::now();
+    sim.run(&mut |_| true)?;
+    Ok(Rate {
+        setup_s: (t1 - t0).as_secs_f64(),
+        per_sim_s: t1.elapsed().as_secs_f64() / (CALIBRATION_MS / 1e3),
+    })
 }
 
 /// The costs of `files` (each `PAPER/FILE` with its planned mixes), counting the jobs
@@ -109,6 +149,7 @@ fn costs(
             cached: 0,
             solo: (0, 0),
             pending_s: BTreeMap::new(),
+            pending_n: BTreeMap::new(),
             bounded: 0,
             longest_s: [BTreeMap::new(), BTreeMap::new()],
             rounds: planned
@@ -144,6 +185,7 @@ fn costs(
                 cfg.duration_ms
             };
             *fc.pending_s.entry(m.clone()).or_default() += ms / 1e3;
+            *fc.pending_n.entry(m.clone()).or_default() += 1;
             let longest = fc.longest_s[usize::from(solo)]
                 .entry(m.clone())
                 .or_default();
@@ -249,7 +291,10 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
     }
     for (m, cfg) in &probes {
         let r = calibrate(cfg).within(|| format!("calibrating {m}"))?;
-        println!("  {m}: {r:.0} worker-s per simulated s");
+        println!(
+            "  {m}: {:.0} worker-s per simulated s, {:.2} s to set a run up",
+            r.per_sim_s, r.setup_s
+        );
         rate.insert(m.clone(), r);
     }
     let first: Vec<usize> = files
@@ -269,10 +314,7 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
     );
     // (simulated s, worker-s) of the pending runs of a file (a sum of no terms is -0.0)
     let work = |fc: &FileCost| -> (f64, f64) {
-        (
-            0.0 + fc.pending_s.values().sum::<f64>(),
-            0.0 + fc.pending_s.iter().map(|(m, s)| s * rate[m]).sum::<f64>(),
-        )
+        (0.0 + fc.pending_s.values().sum::<f64>(), fc.worker_s(&rate))
     };
     // runs, cached, solo to run, solo, simulated s, worker-s: at the minimum and at most
     let mut all = [[0.0f64; 6]; 2];
@@ -334,8 +376,8 @@ const ARRAY_LATENCY_S: f64 = 6.0;
 /// time every 3 s (docs/cluster.md).
 const TASK_OVERHEAD_S: f64 = 3.0;
 
-/// Prints the estimated wall time of the plan (`least`, `most`, at `rate` worker-s per
-/// simulated s per machine) on 1, 4, 16 and 64 nodes of `s.node_cores` cores: per file,
+/// Prints the estimated wall time of the plan (`least`, `most`, at each machine's
+/// `rate`) on 1, 4, 16 and 64 nodes of `s.node_cores` cores: per file,
 /// its worker time (runs, solo runs, and each task's overhead, tasks sized as the
 /// executor sizes them) spread over every core, but no less than its rounds one after
 /// the other, each an array of runs at least as long as its longest run (and a task's
@@ -345,11 +387,11 @@ const TASK_OVERHEAD_S: f64 = 3.0;
 fn print_cluster(
     least: &[FileCost],
     most: &[FileCost],
-    rate: &BTreeMap<String, f64>,
+    rate: &BTreeMap<String, Rate>,
     s: &crate::slurm::SlurmSettings,
 ) {
     let wall = |fc: &FileCost, rounds: usize, cores: usize| -> f64 {
-        let work: f64 = fc.pending_s.iter().map(|(m, x)| x * rate[m]).sum();
+        let work = fc.worker_s(rate);
         let n = (fc.runs - fc.cached) + (fc.solo.0 - fc.solo.1);
         if work <= 0.0 || n == 0 {
             return 0.0;
@@ -358,7 +400,7 @@ fn print_cluster(
         let longest = |k: usize| -> f64 {
             fc.longest_s[k]
                 .iter()
-                .map(|(m, x)| x * rate[m])
+                .map(|(m, x)| rate[m].worker_s(1, *x))
                 .fold(0.0, f64::max)
         };
         let solo_stages = if fc.longest_s[1].is_empty() {
@@ -437,4 +479,55 @@ pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, us
         }
     }
     Ok((moved, there, absent))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FileCost, Rate};
+    use std::collections::BTreeMap;
+
+    /// A file's worker time counts each run's set-up once and its simulated seconds at
+    /// the rate: forty runs of a real-trace machine that take 2 s to set up and 100
+    /// worker-s per simulated s, 0.3 s each, cost 80 + 1,200 s, not 12 s of set-up
+    /// spread over the calibration window and multiplied into every simulated second.
+    #[test]
+    fn set_up_is_counted_once_per_run() {
+        let fc = FileCost {
+            name: "affinity/x".into(),
+            runs: 50,
+            cached: 10,
+            solo: (0, 0),
+            pending_s: BTreeMap::from([("real".into(), 40.0 * 0.3), ("model".into(), 2.0)]),
+            pending_n: BTreeMap::from([("real".into(), 40), ("model".into(), 4)]),
+            bounded: 0,
+            longest_s: [BTreeMap::new(), BTreeMap::new()],
+            rounds: 1,
+            solo_mixes: 0,
+        };
+        let rate = BTreeMap::from([
+            (
+                "real".to_string(),
+                Rate {
+                    setup_s: 2.0,
+                    per_sim_s: 100.0,
+                },
+            ),
+            (
+                "model".to_string(),
+                Rate {
+                    setup_s: 0.01,
+                    per_sim_s: 50.0,
+                },
+            ),
+        ]);
+        let w = fc.worker_s(&rate);
+        assert!((w - (80.0 + 1200.0 + 0.04 + 100.0)).abs() < 1e-9, "{w}");
+        // nothing to run, nothing to pay
+        let empty = FileCost {
+            pending_s: BTreeMap::new(),
+            pending_n: BTreeMap::new(),
+            ..fc
+        };
+        assert_eq!(empty.worker_s(&rate), 0.0);
+    }
 }
