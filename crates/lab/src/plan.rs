@@ -1,8 +1,8 @@
 //! What a reproduction will cost before it runs (`reproduce PAPER --plan`), and the
 //! re-keying of runs made before model versions (`reproduce PAPER --rekey-from`).
 //!
-//! The estimate is measured, not guessed: for each machine the plan uses, one of its
-//! runs is set up and simulated for a short calibration window on this host with this
+//! The estimate is measured, not guessed: for each machine the plan uses (and each set
+//! of traces replayed on it, [`machine_of`]), one of its runs is set up and simulated for a short calibration window on this host with this
 //! build, and the worker-time of a run is its set-up (reading and checking its traces,
 //! building the machine) plus its simulated time at that rate. The two are timed apart:
 //! a run of a real program's trace reads and decompresses half a gigabyte first, which
@@ -90,8 +90,10 @@ impl FileCost {
 }
 
 /// The name a plan groups runs by: the machine's name, with its LLC size (a sweep's
-/// points run at different rates), and whether it is a solo run (one thread, a rate
-/// of its own).
+/// points run at different rates), whether it is a solo run (one thread, a rate of its
+/// own), and the traces its threads replay (named by their files' first word: reading
+/// them is most of a run's set-up, seconds for a real program's, milliseconds for a
+/// profile's mix).
 pub(crate) fn machine_of(cfg: &SimConfig) -> Result<String> {
     let m = cfg.machine.resolve()?;
     let llc = m
@@ -105,7 +107,26 @@ pub(crate) fn machine_of(cfg: &SimConfig) -> Result<String> {
     } else {
         ""
     };
-    Ok(format!("{} ({} KiB{solo})", m.name, llc >> 10))
+    let traces: std::collections::BTreeSet<String> = cfg
+        .threads
+        .iter()
+        .filter_map(|g| g.trace.as_deref())
+        .map(|t| {
+            let file = std::path::Path::new(t)
+                .file_name()
+                .map_or_else(|| t.to_string(), |f| f.to_string_lossy().into_owned());
+            file.split(['-', '.'])
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let traces = if traces.is_empty() {
+        String::new()
+    } else {
+        format!(", traces {}", Vec::from_iter(traces).join("+"))
+    };
+    Ok(format!("{} ({} KiB{solo}{traces})", m.name, llc >> 10))
 }
 
 /// What a run of `cfg`'s machine and mix costs on this host: `cfg` set up, timed, then
@@ -483,13 +504,39 @@ pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, us
 
 #[cfg(test)]
 mod tests {
-    use super::{FileCost, Rate};
+    use super::{machine_of, FileCost, Rate};
+    use cachesched_sim::SimConfig;
     use std::collections::BTreeMap;
+
+    /// Runs that replay different traces are calibrated apart (their set-up differs by
+    /// orders of magnitude), and a profile mix apart from both; copies and order do
+    /// not matter.
+    #[test]
+    fn runs_are_grouped_by_the_traces_they_replay() {
+        let cfg = |threads: &str| -> SimConfig {
+            toml::from_str(&format!(
+                "machine = \"clovertown-2x2\"\nduration_ms = 300\n{threads}"
+            ))
+            .unwrap()
+        };
+        let gap_cc1 = cfg(
+            "[[threads]]\ncount = 2\ntrace = \"/c/gap-ad502934abb80152.cst.zst\"\n\
+             [[threads]]\ntrace = \"/c/cc1-e3db3781d6e45fbe.cst\"\n",
+        );
+        let cc1_gap = cfg("[[threads]]\ntrace = \"/c/cc1-e3db3781d6e45fbe.cst\"\n\
+             [[threads]]\ntrace = \"/c/gap-ad502934abb80152.cst.zst\"\n");
+        let profiles =
+            cfg("[[threads]]\ncount = 2\nprofile = \"gap\"\n[[threads]]\nprofile = \"gcc\"\n");
+        let a = machine_of(&gap_cc1).unwrap();
+        assert_eq!(a, "clovertown-2x2 (4096 KiB, traces cc1+gap)");
+        assert_eq!(machine_of(&cc1_gap).unwrap(), a);
+        assert_eq!(machine_of(&profiles).unwrap(), "clovertown-2x2 (4096 KiB)");
+    }
 
     /// A file's worker time counts each run's set-up once and its simulated seconds at
     /// the rate: forty runs of a real-trace machine that take 2 s to set up and 100
-    /// worker-s per simulated s, 0.3 s each, cost 80 + 1,200 s, not 12 s of set-up
-    /// spread over the calibration window and multiplied into every simulated second.
+    /// worker-s per simulated s, 0.3 s each, cost 80 + 1,200 s: the set-up is not spread
+    /// over a calibration window and multiplied into every simulated second.
     #[test]
     fn set_up_is_counted_once_per_run() {
         let fc = FileCost {

@@ -68,19 +68,20 @@ pub struct Program {
     /// Exit codes that mean the program ran to its end (minisat exits with 10 or 20,
     /// satisfiable or not).
     pub exit_codes: &'static [i32],
-    /// A file (`{dir}` as in `command`) given to the program as its standard input
-    /// (`None`: none).
+    /// A file (`{dir}` and `{multiarch}` as in `command`) given to the program as its
+    /// standard input (`None`: none).
     pub stdin: Option<&'static str>,
     /// Environment added to the program's (fixed hash seeds, so that recordings
     /// repeat).
     pub env: &'static [(&'static str, &'static str)],
     /// A command run natively (not traced) before recording, to build an input the
-    /// recorded run works on (`None`: none); `{dir}` as in `command`. Its output file
+    /// recorded run works on (`None`: none); `{dir}` and `{multiarch}` as in `command`.
+    /// Its output file
     /// (the second element of the pair) is removed first.
     pub setup: Option<(&'static [&'static str], &'static str)>,
     /// What else the command or its setup needs, beside the package's own program:
     /// pairs of a program (looked up as the command's first word is) or an absolute
-    /// path, and the Debian package that provides it. Checked before anything runs,
+    /// path (`{multiarch}` as in `command`), and the Debian package that provides it. Checked before anything runs,
     /// so that a missing one is named with its package; the packages' versions are
     /// recorded beside the trace.
     pub requires: &'static [(&'static str, &'static str)],
@@ -112,7 +113,7 @@ const MULTIARCH: Option<&str> = if cfg!(target_arch = "x86_64") {
     Some("aarch64-linux-gnu")
 } else if cfg!(target_arch = "riscv64") {
     Some("riscv64-linux-gnu")
-} else if cfg!(target_arch = "powerpc64") {
+} else if cfg!(all(target_arch = "powerpc64", target_endian = "little")) {
     Some("powerpc64le-linux-gnu")
 } else if cfg!(target_arch = "s390x") {
     Some("s390x-linux-gnu")
@@ -128,7 +129,9 @@ fn with_multiarch(text: &str, program: &str) -> Result<String> {
     }
     let arch = MULTIARCH.ok_or_else(|| {
         Error::Tool(format!(
-            "real:{program} names a path under /usr/lib/<multiarch triplet>, and this              binary knows no Debian triplet for its architecture ({}): add it to MULTIARCH              in crates/lab/src/real.rs",
+            "real:{program} names a path under /usr/lib/<multiarch triplet>, and this binary \
+             knows no Debian triplet for its architecture ({}): add it to MULTIARCH in \
+             crates/lab/src/real.rs",
             std::env::consts::ARCH
         ))
     })?;
@@ -415,13 +418,18 @@ impl Program {
     /// window, environment, and the inputs the command names (the shipped files' text,
     /// the generated text's size and generator version).
     fn definition_hash(&self) -> u64 {
+        self.definition_hash_on(MULTIARCH)
+    }
+
+    /// [`Program::definition_hash`] on an architecture of Debian triplet `triplet`.
+    fn definition_hash_on(&self, triplet: Option<&str>) -> u64 {
         // `{multiarch}` resolved, so that the key is the command this binary runs (and
         // stays what it was on amd64, where the paths were written out)
         let mut s = format!(
             "{:?}|{:?}|{:?}|{:?}|{:?}|",
             self.command, self.window, self.env, self.setup, TEXT
         )
-        .replace("{multiarch}", MULTIARCH.unwrap_or("{multiarch}"));
+        .replace("{multiarch}", triplet.unwrap_or("{multiarch}"));
         // the first programs' windows count events and read no input: their hashes
         // stay as they were
         if self.counting != Counting::Events || self.stdin.is_some() {
@@ -480,9 +488,13 @@ impl Program {
     }
 
     /// Its standard input's path in `dir`, if it reads one.
-    fn stdin_path(&self, dir: &Path) -> Option<PathBuf> {
+    fn stdin_path(&self, dir: &Path) -> Result<Option<PathBuf>> {
         self.stdin
-            .map(|s| PathBuf::from(s.replace("{dir}", &dir.to_string_lossy())))
+            .map(|s| {
+                with_multiarch(&s.replace("{dir}", &dir.to_string_lossy()), self.name)
+                    .map(PathBuf::from)
+            })
+            .transpose()
     }
 
     /// The command line with `{dir}` filled in and the program found.
@@ -722,7 +734,7 @@ fn ready(p: &Program, dir: &Path) -> Result<(Vec<String>, Option<PathBuf>)> {
     if let Some((setup, made)) = p.setup {
         run_setup(p, setup, &dir.join(made), dir)?;
     }
-    Ok((cmd, p.stdin_path(dir)))
+    Ok((cmd, p.stdin_path(dir)?))
 }
 
 /// Removes the partial traces `STEM.partial-PID.*` in `dir` that a recording killed
@@ -757,11 +769,18 @@ fn remove_orphans(dir: &Path, stem: &str) {
 /// file `NAME.lock` stays, empty.
 fn lock(p: &Program, dir: &Path) -> Result<std::fs::File> {
     let f = open_lock(p, dir)?;
-    let failed = || Error::io("cannot lock", lock_path(p, dir));
+    let failed = || {
+        Error::io_hint(
+            "cannot lock",
+            lock_path(p, dir),
+            "; the trace cache's file system must support file locks: point \
+             CACHESCHED_TRACES at a directory on a local disk",
+        )
+    };
     match f.try_lock() {
         Ok(()) => return Ok(f),
         Err(std::fs::TryLockError::WouldBlock) => eprintln!(
-            "real:{} is being made ready or recorded by another process; waiting for it",
+            "real:{} is being made ready or recorded elsewhere (another process); waiting for it",
             p.name
         ),
         Err(std::fs::TryLockError::Error(e)) => return Err(failed()(e)),
@@ -879,17 +898,23 @@ pub fn phases(
 
 /// The trace of `p`, recorded first if the cache does not have it.
 pub fn ensure(p: &Program) -> Result<PathBuf> {
-    let dir = cache_dir()?;
-    let path = p.trace_path(&dir);
+    Ok(ensure_in(p, &cache_dir()?)?.0)
+}
+
+/// The trace of `p` in the cache directory `dir`, recorded first if `dir` does not
+/// have it; with whether this call recorded it. A process that waited for another's
+/// recording of it ([`lock`]) takes that one.
+pub fn ensure_in(p: &Program, dir: &Path) -> Result<(PathBuf, bool)> {
+    let path = p.trace_path(dir);
     if path.exists() {
-        return Ok(path);
+        return Ok((path, false));
     }
-    let _held = lock(p, &dir)?;
+    let _held = lock(p, dir)?;
     // another process may have recorded it while this one waited for the lock
     if path.exists() {
-        return Ok(path);
+        return Ok((path, false));
     }
-    record_locked(p, &dir)
+    Ok((record_locked(p, dir)?, true))
 }
 
 /// Gives every group naming a real program its cached trace (recording it on first
@@ -941,7 +966,14 @@ mod tests {
     fn trace_keys_and_generated_inputs_are_pinned() {
         let keys: Vec<String> = SUITE
             .iter()
-            .map(|p| format!("{} {:016x}", p.name, p.definition_hash()))
+            // as on amd64, where the keys were first pinned (and traces recorded)
+            .map(|p| {
+                format!(
+                    "{} {:016x}",
+                    p.name,
+                    p.definition_hash_on(Some("x86_64-linux-gnu"))
+                )
+            })
             .collect();
         let d = std::env::temp_dir().join(format!("cachesched-inputs-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();

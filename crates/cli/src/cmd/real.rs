@@ -1,7 +1,7 @@
 //! `cachesched real`: the real-program suite, its trace cache, recording.
 
 use anyhow::{bail, Result};
-use cachesched_lab::real::{cache_dir, program, record, Program, M, SUITE};
+use cachesched_lab::real::{cache_dir, ensure_in, program, record, Program, M, SUITE};
 use clap::{Args, Subcommand};
 
 /// `cachesched real …`.
@@ -134,11 +134,12 @@ pub fn run(c: RealCommand) -> Result<()> {
                     .collect::<cachesched_lab::Result<_>>()?
             };
             for p in programs {
-                if !a.force && p.trace_path(&dir).exists() {
+                if a.force {
+                    record(p, &dir)?;
+                } else if !ensure_in(p, &dir)?.1 {
+                    // there already, or recorded by another process meanwhile
                     eprintln!("real:{} is in the cache (--force records it again)", p.name);
-                    continue;
                 }
-                record(p, &dir)?;
             }
             Ok(())
         }
