@@ -138,7 +138,8 @@ programs=("$@")
 # the pid, whose digits are formatted differently from run to run) and no cache of the
 # setting (re-read every ten seconds of real time, so a slower run would read it more
 # often and run more instructions).
-faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+# (Debian's multiarch directory: gcc, which the suite needs for cc1, names it)
+faketime_lib=/usr/lib/$(gcc -print-multiarch)/faketime/libfaketime.so.1
 [[ -f $faketime_lib ]] || { echo "no $faketime_lib: install the faketime package" >&2; exit 2; }
 frozen="LD_PRELOAD=$faketime_lib FAKETIME_FMT=%s FAKETIME=1767225600 FAKETIME_DISABLE_SHM=1 FAKETIME_NO_CACHE=1"
 c=$cache w=$work
