@@ -2,17 +2,18 @@
 //! re-keying of runs made before model versions (`reproduce PAPER --rekey-from`).
 //!
 //! The estimate is measured, not guessed: for each machine the plan uses (and each set
-//! of traces replayed on it, [`machine_of`]), one of its runs is set up and simulated for a short calibration window on this host with this
-//! build, and the worker-time of a run is its set-up (reading and checking its traces,
-//! building the machine) plus its simulated time at that rate. The two are timed apart:
-//! a run of a real program's trace reads and decompresses half a gigabyte first, which
-//! counted inside a 20 ms window would multiply into every simulated second. The rate of a machine
-//! depends on its mix (threads, miss rates), so the estimate is within tens of
-//! percent, enough to decide between minutes, hours and days. A run whose window ends
-//! by its quanta (`stop_after_quanta`) or when its work segments complete
-//! (`stop_after_segments`) is counted at the mean length of the runs of the same
-//! configuration with other seeds that the run cache holds, or at its whole duration
-//! (an upper bound, said) when it holds none.
+//! of traces replayed on it, `machine_of`), one of its runs is set up and simulated for
+//! a short calibration window on this host with this build, and the worker-time of a
+//! run is its set-up (reading and checking its traces, building the machine) plus its
+//! simulated time at that rate. The two are timed apart: a run of a real program's
+//! trace reads and decompresses half a gigabyte first, which counted inside a 20 ms
+//! window would multiply into every simulated second. The rate of a machine depends on
+//! its mix (threads, miss rates), so the estimate is within tens of percent, enough to
+//! decide between minutes, hours and days. A run whose window ends by its quanta
+//! (`stop_after_quanta`) or when its work segments complete (`stop_after_segments`) is
+//! counted at the mean length of the runs of the same configuration with other seeds
+//! that the run cache holds, or at its whole duration (an upper bound, said) when it
+//! holds none.
 
 use crate::error::{Error, Result, ResultExt};
 use crate::scenario::Planned;

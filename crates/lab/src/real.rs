@@ -56,7 +56,7 @@ pub struct Program {
     /// What it is and what it does with its input.
     pub what: &'static str,
     /// The command; `{dir}` is replaced by the cache directory holding the inputs,
-    /// `{multiarch}` by Debian's triplet for this architecture ([`MULTIARCH`]).
+    /// `{multiarch}` by Debian's triplet for this architecture (`MULTIARCH`).
     /// The first word is looked up on PATH and in /usr/games.
     pub command: &'static [&'static str],
     /// Instructions skipped (start-up, reading input) and recorded.
@@ -903,7 +903,7 @@ pub fn ensure(p: &Program) -> Result<PathBuf> {
 
 /// The trace of `p` in the cache directory `dir`, recorded first if `dir` does not
 /// have it; with whether this call recorded it. A process that waited for another's
-/// recording of it ([`lock`]) takes that one.
+/// recording of it (its lock file, `NAME.lock`) takes that one.
 pub fn ensure_in(p: &Program, dir: &Path) -> Result<(PathBuf, bool)> {
     let path = p.trace_path(dir);
     if path.exists() {
