@@ -54,12 +54,9 @@ struct FileCost {
     cached: usize,
     /// Distinct solo reference runs its metrics need, and those the solo cache holds.
     solo: (usize, usize),
-    /// Simulated seconds of the runs still to make (solo runs included), per machine
-    /// name ([`machine_of`]).
-    pending_s: BTreeMap<String, f64>,
-    /// How many runs (solo runs included) those are, per machine name: each is set up
-    /// once ([`Rate::setup_s`]).
-    pending_n: BTreeMap<String, usize>,
+    /// The runs still to make (solo runs included), per machine name ([`machine_of`]):
+    /// how many (each is set up once, [`Rate::setup_s`]) and their simulated seconds.
+    pending: BTreeMap<String, Pending>,
     /// Of the runs to make, those whose window ends by their quanta or their work
     /// segments ([`SimConfig::stop_after_quanta`],
     /// [`SimConfig::stop_after_segments`]) and that no run of the same configuration
@@ -78,14 +75,29 @@ struct FileCost {
     solo_mixes: usize,
 }
 
+/// Runs of one machine still to make ([`FileCost::pending`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Pending {
+    /// How many.
+    runs: usize,
+    /// Their simulated seconds in all.
+    sim_s: f64,
+}
+
 impl FileCost {
+    /// Simulated seconds of the runs still to make (a sum of no terms is -0.0, hence
+    /// the 0.0 +).
+    fn sim_s(&self) -> f64 {
+        0.0 + self.pending.values().map(|p| p.sim_s).sum::<f64>()
+    }
+
     /// Worker-seconds of the runs still to make, at each machine's `rate`: each run's
-    /// set-up and its simulated time (a sum of no terms is -0.0, hence the 0.0 +).
+    /// set-up and its simulated time.
     fn worker_s(&self, rate: &BTreeMap<String, Rate>) -> f64 {
         0.0 + self
-            .pending_s
+            .pending
             .iter()
-            .map(|(m, sim_s)| rate[m].worker_s(self.pending_n[m], *sim_s))
+            .map(|(m, p)| rate[m].worker_s(p.runs, p.sim_s))
             .sum::<f64>()
     }
 }
@@ -170,8 +182,7 @@ fn costs(
             runs: 0,
             cached: 0,
             solo: (0, 0),
-            pending_s: BTreeMap::new(),
-            pending_n: BTreeMap::new(),
+            pending: BTreeMap::new(),
             bounded: 0,
             longest_s: [BTreeMap::new(), BTreeMap::new()],
             rounds: planned
@@ -206,8 +217,9 @@ fn costs(
             } else {
                 cfg.duration_ms
             };
-            *fc.pending_s.entry(m.clone()).or_default() += ms / 1e3;
-            *fc.pending_n.entry(m.clone()).or_default() += 1;
+            let p = fc.pending.entry(m.clone()).or_default();
+            p.runs += 1;
+            p.sim_s += ms / 1e3;
             let longest = fc.longest_s[usize::from(solo)]
                 .entry(m.clone())
                 .or_default();
@@ -334,10 +346,8 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
     println!(
         "\n| file | runs (not in an earlier file) | cached | to run | solo runs to run (of all) | simulated s to run | est. worker-h |\n|---|---:|---:|---:|---:|---:|---:|"
     );
-    // (simulated s, worker-s) of the pending runs of a file (a sum of no terms is -0.0)
-    let work = |fc: &FileCost| -> (f64, f64) {
-        (0.0 + fc.pending_s.values().sum::<f64>(), fc.worker_s(&rate))
-    };
+    // (simulated s, worker-s) of the pending runs of a file
+    let work = |fc: &FileCost| -> (f64, f64) { (fc.sim_s(), fc.worker_s(&rate)) };
     // runs, cached, solo to run, solo, simulated s, worker-s: at the minimum and at most
     let mut all = [[0.0f64; 6]; 2];
     for (lo, hi) in least.iter().zip(&most) {
@@ -505,7 +515,7 @@ pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, us
 
 #[cfg(test)]
 mod tests {
-    use super::{machine_of, FileCost, Rate};
+    use super::{machine_of, FileCost, Pending, Rate};
     use cachesched_sim::SimConfig;
     use std::collections::BTreeMap;
 
@@ -545,8 +555,22 @@ mod tests {
             runs: 50,
             cached: 10,
             solo: (0, 0),
-            pending_s: BTreeMap::from([("real".into(), 40.0 * 0.3), ("model".into(), 2.0)]),
-            pending_n: BTreeMap::from([("real".into(), 40), ("model".into(), 4)]),
+            pending: BTreeMap::from([
+                (
+                    "real".into(),
+                    Pending {
+                        runs: 40,
+                        sim_s: 40.0 * 0.3,
+                    },
+                ),
+                (
+                    "model".into(),
+                    Pending {
+                        runs: 4,
+                        sim_s: 2.0,
+                    },
+                ),
+            ]),
             bounded: 0,
             longest_s: [BTreeMap::new(), BTreeMap::new()],
             rounds: 1,
@@ -572,10 +596,10 @@ mod tests {
         assert!((w - (80.0 + 1200.0 + 0.04 + 100.0)).abs() < 1e-9, "{w}");
         // nothing to run, nothing to pay
         let empty = FileCost {
-            pending_s: BTreeMap::new(),
-            pending_n: BTreeMap::new(),
+            pending: BTreeMap::new(),
             ..fc
         };
         assert_eq!(empty.worker_s(&rate), 0.0);
+        assert_eq!(empty.sim_s(), 0.0);
     }
 }

@@ -76,14 +76,13 @@ pub struct Program {
     pub env: &'static [(&'static str, &'static str)],
     /// A command run natively (not traced) before recording, to build an input the
     /// recorded run works on (`None`: none); `{dir}` and `{multiarch}` as in `command`.
-    /// Its output file
-    /// (the second element of the pair) is removed first.
+    /// Its output file (the second element of the pair) is removed first.
     pub setup: Option<(&'static [&'static str], &'static str)>,
     /// What else the command or its setup needs, beside the package's own program:
     /// pairs of a program (looked up as the command's first word is) or an absolute
-    /// path (`{multiarch}` as in `command`), and the Debian package that provides it. Checked before anything runs,
-    /// so that a missing one is named with its package; the packages' versions are
-    /// recorded beside the trace.
+    /// path (`{multiarch}` as in `command`), and the Debian package that provides it.
+    /// Checked before anything runs, so that a missing one is named with its package;
+    /// the packages' versions are recorded beside the trace.
     pub requires: &'static [(&'static str, &'static str)],
 }
 
@@ -490,11 +489,14 @@ impl Program {
     /// Its standard input's path in `dir`, if it reads one.
     fn stdin_path(&self, dir: &Path) -> Result<Option<PathBuf>> {
         self.stdin
-            .map(|s| {
-                with_multiarch(&s.replace("{dir}", &dir.to_string_lossy()), self.name)
-                    .map(PathBuf::from)
-            })
+            .map(|s| self.fill(s, dir).map(PathBuf::from))
             .transpose()
+    }
+
+    /// `text` (a word of its command or setup, its standard input) with `{dir}`
+    /// replaced by `dir` and `{multiarch}` by [`MULTIARCH`].
+    fn fill(&self, text: &str, dir: &Path) -> Result<String> {
+        with_multiarch(&text.replace("{dir}", &dir.to_string_lossy()), self.name)
     }
 
     /// The command line with `{dir}` filled in and the program found.
@@ -503,19 +505,17 @@ impl Program {
     }
 }
 
-/// `args` with `{dir}` replaced by `dir` and the program (the first word) found, or an
-/// error saying which package to install.
+/// `args` of `p` filled in ([`Program::fill`]) and the program (the first word) found,
+/// or an error saying which package to install.
 fn resolve(args: &[&str], dir: &Path, p: &Program) -> Result<Vec<String>> {
-    let d = dir.to_string_lossy();
     let mut cmd = args
         .iter()
-        .map(|a| with_multiarch(&a.replace("{dir}", &d), p.name))
+        .map(|a| p.fill(a, dir))
         .collect::<Result<Vec<String>>>()?;
-    let package = p.package;
     cmd[0] = find_program(&cmd[0]).ok_or_else(|| {
         Error::Tool(format!(
-            "'{}' is not installed: apt-get install {package}",
-            cmd[0]
+            "'{}' is not installed: apt-get install {}",
+            cmd[0], p.package
         ))
     })?;
     Ok(cmd)

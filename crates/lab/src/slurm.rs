@@ -615,8 +615,7 @@ fn size_tasks(cfgs: &[&SimConfig], minutes: f64, cpus: Option<usize>) -> Result<
             let r = crate::plan::calibrate(c).within(|| format!("calibrating {m}"))?;
             rates.insert(m.clone(), r);
         }
-        let r: &crate::plan::Rate = &rates[&m];
-        total += r.worker_s(1, c.duration_ms / 1e3);
+        total += rates[&m].worker_s(1, c.duration_ms / 1e3);
     }
     let mean = (total / cfgs.len().max(1) as f64).max(1e-3);
     let n = task_count(cfgs.len(), mean, minutes, cpus);
