@@ -45,6 +45,18 @@ impl Vectors {
     /// Parses exp-bbv's output (`T:block:count :block:count …`, one line per interval)
     /// for a run measured with intervals of `interval` instructions.
     pub fn parse(text: &str, interval: u64) -> Result<Vectors> {
+        let intervals = Self::intervals(text)?;
+        if intervals.is_empty() {
+            return Err(invalid!("basic-block vectors: no interval"));
+        }
+        Ok(Vectors {
+            interval,
+            intervals,
+        })
+    }
+
+    /// The intervals of exp-bbv's output `text`, none if it has no full interval.
+    fn intervals(text: &str) -> Result<Vec<Vec<(u32, u64)>>> {
         let mut intervals = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -82,13 +94,7 @@ impl Vectors {
             }
             intervals.push(v);
         }
-        if intervals.is_empty() {
-            return Err(invalid!("basic-block vectors: no interval"));
-        }
-        Ok(Vectors {
-            interval,
-            intervals,
-        })
+        Ok(intervals)
     }
 
     /// Runs command `t` whole under `valgrind --tool=exp-bbv` with intervals of
@@ -114,39 +120,95 @@ impl Vectors {
                 t.cmd.join(" ")
             )));
         }
-        let len = std::fs::metadata(&out)
-            .map_err(Error::io("exp-bbv wrote no vectors to", &out))?
-            .len();
-        if len > MAX_BBV_BYTES {
-            remove_outputs(&out);
-            return Err(invalid!(
-                "exp-bbv wrote {len} bytes of vectors, more than {MAX_BBV_BYTES}: use a larger interval"
-            ));
-        }
-        let text = std::fs::read_to_string(&out).map_err(Error::io("cannot read", &out));
+        let read = || -> Result<(String, u64)> {
+            let main = read_output(&out)?;
+            let mut others = 0;
+            for f in thread_outputs(&out) {
+                let v = Vectors::intervals(&read_output(&f)?)?;
+                others += v.iter().flatten().map(|&(_, n)| n).sum::<u64>();
+            }
+            Ok((main, others))
+        };
+        let read = read();
         remove_outputs(&out);
-        Vectors::parse(&text?, interval)
+        let (main, others) = read?;
+        let main_total = Vectors::intervals(&main)?
+            .iter()
+            .flatten()
+            .map(|&(_, n)| n)
+            .sum();
+        single_stream(t.cmd, main_total, others)?;
+        Vectors::parse(&main, interval)
     }
 }
 
-/// Removes exp-bbv's output `out` and the files it writes beside it for the program's
-/// other threads (`out.2`, `out.3`, …: only the main thread's vectors are read).
-fn remove_outputs(out: &Path) {
-    let _ = std::fs::remove_file(out);
+/// Reads the output exp-bbv wrote to `path`, refusing files over [`MAX_BBV_BYTES`].
+fn read_output(path: &Path) -> Result<String> {
+    let len = std::fs::metadata(path)
+        .map_err(Error::io("exp-bbv wrote no vectors to", path))?
+        .len();
+    if len > MAX_BBV_BYTES {
+        return Err(invalid!(
+            "exp-bbv wrote {len} bytes of vectors to {}, more than {MAX_BBV_BYTES}: use a larger interval",
+            path.display()
+        ));
+    }
+    std::fs::read_to_string(path).map_err(Error::io("cannot read", path))
+}
+
+/// Largest share of a run's instructions that threads other than the first may execute
+/// (in exp-bbv's full intervals) for the rule to place its window: exp-bbv writes each
+/// thread's vectors apart, without a common clock, while a recording interleaves every
+/// thread into one stream, so the rule reads the first thread's vectors only.
+pub const MAX_OTHER_THREADS_SHARE: f64 = 0.01;
+
+/// Refuses a run of command `cmd` whose threads other than the first executed `others`
+/// of its instructions against the first's `main`, more than
+/// [`MAX_OTHER_THREADS_SHARE`]: the first thread's vectors would not describe it (a
+/// program rendering in a worker thread, such as POV-Ray, has almost nothing in its
+/// first).
+fn single_stream(cmd: &[String], main: u64, others: u64) -> Result<()> {
+    let share = others as f64 / (main + others).max(1) as f64;
+    if share > MAX_OTHER_THREADS_SHARE {
+        return Err(invalid!(
+            "'{}' ran {:.1}% of its instructions ({others} of {}) in threads other than its first; exp-bbv counts each thread apart and the rule places a window in one instruction stream: run the program with one thread, or place its window by another stated rule",
+            cmd.join(" "),
+            share * 100.0,
+            main + others
+        ));
+    }
+    Ok(())
+}
+
+/// The other threads' outputs beside exp-bbv's main output `out` (`OUT.N`, N a thread
+/// number), in a stable order.
+fn thread_outputs(out: &Path) -> Vec<std::path::PathBuf> {
     let (Some(dir), Some(name)) = (out.parent(), out.file_name()) else {
-        return;
+        return Vec::new();
     };
     let prefix = format!("{}.", name.to_string_lossy());
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+        return Vec::new();
     };
-    for e in entries.flatten() {
-        let n = e.file_name().to_string_lossy().into_owned();
-        if n.strip_prefix(&prefix)
-            .is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
-        {
-            let _ = std::fs::remove_file(e.path());
-        }
+    let mut files: Vec<_> = entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.strip_prefix(&prefix)
+                .is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Removes exp-bbv's output `out` and the files it writes beside it for the program's
+/// other threads (`out.2`, `out.3`, …).
+fn remove_outputs(out: &Path) {
+    let _ = std::fs::remove_file(out);
+    for f in thread_outputs(out) {
+        let _ = std::fs::remove_file(f);
     }
 }
 
@@ -276,6 +338,40 @@ mod tests {
         for (f, kept) in files {
             assert_eq!(d.join(f).exists(), kept, "{f}");
         }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A run whose other threads executed at most 1% of its instructions is placed by
+    /// its first thread's vectors; more is refused, naming the share (POV-Ray: 20 M
+    /// instructions in its first thread, its rendering in another). Fails if the other
+    /// threads' instructions were ignored (as before) or a helper thread's few were not.
+    #[test]
+    fn a_run_mostly_in_other_threads_is_refused() {
+        let cmd = ["povray".to_string()];
+        assert!(single_stream(&cmd, 99_000, 1_000).is_ok());
+        assert!(single_stream(&cmd, 1_000, 0).is_ok());
+        let e = single_stream(&cmd, 98_000, 2_000).unwrap_err().to_string();
+        assert!(e.contains("2.0% of its instructions"), "{e}");
+        let e = single_stream(&cmd, 20_000_000, 1_000_000_000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'povray' ran 98.0%"), "{e}");
+        assert!(e.contains("one thread"), "{e}");
+    }
+
+    /// Every `.N` file beside the output is another thread's, in a stable order.
+    #[test]
+    fn other_threads_outputs_are_found() {
+        let d = std::env::temp_dir().join(format!("cachesched-bbvthr-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let out = d.join("b.out");
+        for f in ["b.out", "b.out.3", "b.out.2", "b.out.x", "b.outer.2"] {
+            std::fs::write(d.join(f), b"").unwrap();
+        }
+        assert_eq!(
+            thread_outputs(&out),
+            vec![d.join("b.out.2"), d.join("b.out.3")]
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
