@@ -378,17 +378,40 @@ mod tests {
             Err(PerfError::Denied { .. }) => return, // unprivileged CI: reported above
             Err(e) => panic!("task clock: {e}"),
         };
+        // spin until the kernel's own clock of this thread's CPU time has advanced
+        // 20 ms (not 20 ms of wall time: on a busy host the thread gets a fraction of
+        // it), read between the counter's two readings
+        let thread_cpu_ns = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `ts` is a valid timespec for the call to fill
+            let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            assert_eq!(r, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let before = thread_cpu_ns();
         let a = c.read().unwrap();
+        let cpu0 = thread_cpu_ns();
         let t0 = std::time::Instant::now();
         let mut x = 0u64;
-        while t0.elapsed() < std::time::Duration::from_millis(20) {
+        while thread_cpu_ns() - cpu0 < 20_000_000 {
             x = std::hint::black_box(x.wrapping_add(1));
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(60),
+                "this thread got less than 20 ms of CPU in 60 s"
+            );
         }
         let b = c.read().unwrap();
+        let after = thread_cpu_ns();
+        // the two clocks of the thread's CPU time differ by some microseconds either way
+        // (-35 to +25 us measured here): within 1 ms of what the thread ran
         assert!(
-            b - a >= 10_000_000,
-            "task clock advanced {} ns in 20 ms of spinning",
-            b - a
+            (19_000_000..=after - before + 1_000_000).contains(&(b - a)),
+            "task clock advanced {} ns while the thread ran 20 ms ({} ns between the reads)",
+            b - a,
+            after - before
         );
         assert_eq!(scale(100, 10, 5), 200, "counted half the time");
         assert_eq!(scale(100, 10, 10), 100);
