@@ -23,6 +23,9 @@ pub const MAX_BBV_BYTES: u64 = 1 << 30;
 /// Largest basic-block number accepted: the vectors are held dense.
 pub const MAX_BLOCKS: usize = 1 << 24;
 
+/// Per interval: (basic block, instructions executed in it), as [`Vectors`] holds them.
+type Intervals = Vec<Vec<(u32, u64)>>;
+
 /// A run's basic-block vectors, one per interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vectors {
@@ -36,16 +39,18 @@ impl Vectors {
     /// Instructions of the run's full intervals (exp-bbv leaves out the last,
     /// partial one).
     pub fn total(&self) -> u64 {
-        self.intervals
-            .iter()
-            .flat_map(|v| v.iter().map(|&(_, n)| n))
-            .sum()
+        instructions(&self.intervals)
     }
 
     /// Parses exp-bbv's output (`T:block:count :block:count …`, one line per interval)
     /// for a run measured with intervals of `interval` instructions.
     pub fn parse(text: &str, interval: u64) -> Result<Vectors> {
-        let intervals = Self::intervals(text)?;
+        Self::from_intervals(Self::intervals(text)?, interval)
+    }
+
+    /// The vectors of `intervals` of `interval` instructions each; an error if there are
+    /// none.
+    fn from_intervals(intervals: Intervals, interval: u64) -> Result<Vectors> {
         if intervals.is_empty() {
             return Err(invalid!("basic-block vectors: no interval"));
         }
@@ -56,7 +61,7 @@ impl Vectors {
     }
 
     /// The intervals of exp-bbv's output `text`, none if it has no full interval.
-    fn intervals(text: &str) -> Result<Vec<Vec<(u32, u64)>>> {
+    fn intervals(text: &str) -> Result<Intervals> {
         let mut intervals = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -120,26 +125,25 @@ impl Vectors {
                 t.cmd.join(" ")
             )));
         }
-        let read = || -> Result<(String, u64)> {
-            let main = read_output(&out)?;
+        let read = || -> Result<(Intervals, u64)> {
+            let main = Vectors::intervals(&read_output(&out)?)?;
             let mut others = 0;
             for f in thread_outputs(&out) {
-                let v = Vectors::intervals(&read_output(&f)?)?;
-                others += v.iter().flatten().map(|&(_, n)| n).sum::<u64>();
+                others += instructions(&Vectors::intervals(&read_output(&f)?)?);
             }
             Ok((main, others))
         };
         let read = read();
         remove_outputs(&out);
         let (main, others) = read?;
-        let main_total = Vectors::intervals(&main)?
-            .iter()
-            .flatten()
-            .map(|&(_, n)| n)
-            .sum();
-        single_stream(t.cmd, main_total, others)?;
-        Vectors::parse(&main, interval)
+        single_stream(t.cmd, instructions(&main), others)?;
+        Vectors::from_intervals(main, interval)
     }
+}
+
+/// Instructions counted in `intervals` (per interval: block, instructions).
+fn instructions(intervals: &[Vec<(u32, u64)>]) -> u64 {
+    intervals.iter().flatten().map(|&(_, n)| n).sum()
 }
 
 /// Reads the output exp-bbv wrote to `path`, refusing files over [`MAX_BBV_BYTES`].
