@@ -380,7 +380,9 @@ mod tests {
         };
         // spin until the kernel's own clock of this thread's CPU time has advanced
         // 20 ms (not 20 ms of wall time: on a busy host the thread gets a fraction of
-        // it), read between the counter's two readings
+        // it), read between the counter's two readings. CLOCK_THREAD_CPUTIME_ID, not
+        // procfs::thread_cpu_ns: schedstat shows a running thread's runtime as of its
+        // last tick or switch, up to a tick behind, beyond the 1 ms allowed below
         let thread_cpu_ns = || {
             let mut ts = libc::timespec {
                 tv_sec: 0,
