@@ -1070,6 +1070,28 @@ fn real_programs_from_the_trace_cache() {
         .take_while(|l| !l.starts_with("use:"))
         .count();
     assert!(rows >= 10, "{list}");
+    // the packages: gzip (essential) and valgrind (this test records with it) are
+    // installed, so they have versions and are not among the missing
+    let (ok, pk, err) = with_cache(&["real", "packages"]);
+    assert!(ok, "{err}");
+    for p in ["gzip", "valgrind"] {
+        let row = pk.lines().find(|l| l.starts_with(&format!("{p} ")));
+        let row = row.unwrap_or_else(|| panic!("{p} missing:\n{pk}"));
+        assert!(!row.split_whitespace().nth(1).unwrap().eq("no"), "{row}");
+    }
+    assert!(
+        pk.lines()
+            .any(|l| l.starts_with("gap-libs ") && l.ends_with(" gap")),
+        "{pk}"
+    );
+    let (ok, absent, err) = with_cache(&["real", "packages", "--missing"]);
+    assert!(ok && absent.lines().count() == 1, "{absent}{err}");
+    assert!(
+        !absent
+            .split_whitespace()
+            .any(|p| p == "gzip" || p == "valgrind"),
+        "{absent}"
+    );
     let (ok, _, err) = with_cache(&["simulate", "--mix", "real:nosuch:2", "--duration-ms", "1"]);
     assert!(
         !ok && err.contains("unknown real program 'nosuch'") && err.contains("gzip"),

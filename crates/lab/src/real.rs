@@ -725,13 +725,47 @@ struct Recorded<'a> {
 
 /// The installed version of a Debian package ("unknown" if dpkg cannot say).
 fn package_version(package: &str) -> String {
-    Command::new("dpkg-query")
-        .args(["-W", "-f", "${Version}", package])
+    installed_version(package).unwrap_or_else(|| "unknown".into())
+}
+
+/// The version of the Debian package `package` if dpkg says it is installed (`None`:
+/// not installed, removed with its configuration kept, unknown to dpkg, or no dpkg).
+pub fn installed_version(package: &str) -> Option<String> {
+    let o = Command::new("dpkg-query")
+        .args(["-W", "-f", "${db:Status-Abbrev}|${Version}", package])
         .output()
         .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_else(|| "unknown".into())
+        .filter(|o| o.status.success())?;
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    parse_status_version(&out)
+}
+
+/// The version in dpkg-query's `${db:Status-Abbrev}|${Version}` output, if the status
+/// says installed (`ii`: wanted and installed; `hi`: held and installed).
+fn parse_status_version(out: &str) -> Option<String> {
+    let (status, version) = out.split_once('|')?;
+    let installed = matches!(status.trim_end(), "ii" | "hi");
+    (installed && !version.is_empty()).then(|| version.to_string())
+}
+
+/// The Debian packages the suite needs, sorted by name, each with the suite's programs
+/// that need it: valgrind (it records every trace and places windows, for all of
+/// them), each program's own package and the packages of its
+/// [`Program::requires`].
+pub fn packages() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut by: std::collections::BTreeMap<&'static str, Vec<&'static str>> =
+        std::collections::BTreeMap::new();
+    for p in SUITE {
+        let needs = std::iter::once(p.package).chain(p.requires.iter().map(|r| r.1));
+        for package in needs {
+            let users = by.entry(package).or_default();
+            if !users.contains(&p.name) {
+                users.push(p.name);
+            }
+        }
+    }
+    by.entry("valgrind").or_default().insert(0, "all");
+    by.into_iter().collect()
 }
 
 /// Makes `p` ready to run in the cache directory `dir`, as recording and `phases`
@@ -1040,6 +1074,44 @@ video.yuv yuv-v1 e864f285ed62964c\n\
 auction.xml xml-v1 d5c693aa82e117c4\n\
 multicommodity.mps mps-v2 98dac1a81c364ac7\n\
 text.txt text-v1 3f68660ba6dcfac0";
+
+    /// The package list holds valgrind and every program's package and requirement,
+    /// once each, sorted, with the programs that need it; dpkg's status decides what
+    /// counts as installed. Fails if a program's package or requirement is left out,
+    /// a package is listed twice, or a removed package (`rc`) counts as installed.
+    #[test]
+    fn the_package_list_covers_the_suite() {
+        let list = super::packages();
+        let names: Vec<&str> = list.iter().map(|(p, _)| *p).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted, "sorted, once each");
+        let users = |package: &str| {
+            list.iter()
+                .find(|(p, _)| *p == package)
+                .map(|(_, u)| u.clone())
+                .unwrap_or_else(|| panic!("{package} missing from {names:?}"))
+        };
+        for p in SUITE {
+            assert!(users(p.package).contains(&p.name), "{}", p.name);
+            for (_, package) in p.requires {
+                assert!(
+                    users(package).contains(&p.name),
+                    "{} needs {package}",
+                    p.name
+                );
+            }
+        }
+        assert_eq!(users("valgrind"), ["all"]);
+        assert_eq!(users("gap-libs"), ["gap"]);
+        use super::parse_status_version as parse;
+        assert_eq!(parse("ii |1.0.8-5+b1").as_deref(), Some("1.0.8-5+b1"));
+        assert_eq!(parse("hi |2").as_deref(), Some("2"));
+        assert_eq!(parse("rc |1.0.8-5+b1"), None);
+        assert_eq!(parse("un |"), None);
+        assert_eq!(parse("garbage"), None);
+    }
 
     /// A program whose requirement is missing is refused before anything runs, naming
     /// the requirement and its package; one whose requirements are there passes.

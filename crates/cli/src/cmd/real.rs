@@ -1,7 +1,9 @@
 //! `cachesched real`: the real-program suite, its trace cache, recording.
 
 use anyhow::{bail, Result};
-use cachesched_lab::real::{cache_dir, ensure_in, program, record, Program, M, SUITE};
+use cachesched_lab::real::{
+    cache_dir, ensure_in, installed_version, packages, program, record, Program, M, SUITE,
+};
 use clap::{Args, Subcommand};
 
 /// `cachesched real …`.
@@ -16,6 +18,14 @@ pub enum RealCommand {
     /// window: of the windows starting at a multiple of the interval, the one whose
     /// basic-block vector is nearest the whole run's (SimPoint's rule with one point).
     Phases(PhasesArgs),
+    /// The Debian packages the suite needs (valgrind, each program's package and what
+    /// it requires), whether each is installed, and the apt-get line for the missing.
+    Packages {
+        /// Print only the missing packages' names, on one line (for
+        /// `apt-get install -y $(cachesched real packages --missing)`).
+        #[arg(long)]
+        missing: bool,
+    },
     /// Print where a program's trace is (or will be) in the cache; records nothing.
     Path {
         /// The program (`cachesched real list`).
@@ -113,6 +123,44 @@ pub fn run(c: RealCommand) -> Result<()> {
                 p.window.length / M,
                 p.counting
             );
+            Ok(())
+        }
+        RealCommand::Packages { missing } => {
+            let list: Vec<_> = packages()
+                .into_iter()
+                .map(|(p, users)| (p, users, installed_version(p)))
+                .collect();
+            let absent: Vec<&str> = list
+                .iter()
+                .filter(|(_, _, v)| v.is_none())
+                .map(|(p, _, _)| *p)
+                .collect();
+            if missing {
+                println!("{}", absent.join(" "));
+                return Ok(());
+            }
+            let width = |col: Vec<usize>| col.into_iter().max().unwrap_or(0) + 1;
+            let wp = width(list.iter().map(|(p, _, _)| p.len()).collect());
+            let wv = width(
+                list.iter()
+                    .map(|(_, _, v)| v.as_ref().map_or(2, String::len))
+                    .collect(),
+            );
+            println!("{:wp$} {:wv$} needed by", "package", "installed");
+            for (p, users, v) in &list {
+                let v = v.as_deref().unwrap_or("no");
+                println!("{p:wp$} {v:wv$} {}", users.join(", "));
+            }
+            if absent.is_empty() {
+                println!("all {} installed", list.len());
+            } else {
+                println!(
+                    "{} of {} missing: apt-get update && apt-get install -y {}",
+                    absent.len(),
+                    list.len(),
+                    absent.join(" ")
+                );
+            }
             Ok(())
         }
         RealCommand::Path { program: name } => {
