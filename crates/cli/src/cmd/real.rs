@@ -105,6 +105,16 @@ pub fn run(c: RealCommand) -> Result<()> {
                 a.interval_m,
                 t0.elapsed().as_secs_f64()
             );
+            if v.others > 0 {
+                println!(
+                    "  of its thread {} (its busiest, {:.1} M in all); its other threads ran {:.1} M ({:.2}%), in no vector: every distance below is exact to within {:.4}",
+                    v.thread,
+                    v.thread_instructions as f64 / 1e6,
+                    v.others as f64 / 1e6,
+                    v.others_share() * 100.0,
+                    v.distance_bound()
+                );
+            }
             println!("distance of each {} M window from the whole run (Manhattan, normalised vectors), by start:", a.window_m);
             for (i, d) in c.distances.iter().enumerate() {
                 let mark = if i == c.start {
@@ -114,9 +124,17 @@ pub fn run(c: RealCommand) -> Result<()> {
                 };
                 println!("  {:>7} M  {d:.4}{mark}", i as u64 * a.interval_m);
             }
+            if v.others > 0 {
+                println!(
+                    "in the recording's count (every thread's instructions, the others taken to run in step with thread {}; off by at most {:.1} M): skip {:.1} M",
+                    v.thread,
+                    v.others as f64 / 1e6,
+                    c.stream_skip as f64 / 1e6
+                );
+            }
             println!(
                 "window: skip {} M, record {} M retired instructions (distance {:.4}); the suite has skip {} M, record {} M ({:?})",
-                c.skip / M,
+                c.stream_skip / M,
                 a.window_m,
                 c.distance(),
                 p.window.skip / M,
