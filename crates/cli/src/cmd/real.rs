@@ -115,7 +115,10 @@ pub fn run(c: RealCommand) -> Result<()> {
                     v.distance_bound()
                 );
             }
-            println!("distance of each {} M window from the whole run (Manhattan, normalised vectors), by start:", a.window_m);
+            println!(
+                "distance of each {} M window from the whole run (Manhattan, normalised vectors), by start in thread {}'s instructions:",
+                a.window_m, v.thread
+            );
             for (i, d) in c.distances.iter().enumerate() {
                 let mark = if i == c.start {
                     "  <- most representative"
