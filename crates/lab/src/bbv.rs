@@ -67,7 +67,7 @@ impl Vectors {
     /// The share of the run's instructions executed in threads other than the one
     /// read, in none of the vectors.
     pub fn others_share(&self) -> f64 {
-        self.others as f64 / (self.thread_instructions + self.others).max(1) as f64
+        others_share(self.others, self.thread_instructions + self.others)
     }
 
     /// How far any window's distance ([`Choice::distances`]) may be from what it would
@@ -243,11 +243,16 @@ fn read_output(path: &Path) -> Result<String> {
 /// of its instructions, beside the rendering thread's 95.3%).
 pub const MAX_OTHER_THREADS_SHARE: f64 = 0.10;
 
+/// The share `others` are of `all` instructions (0 for an empty run).
+fn others_share(others: u64, all: u64) -> f64 {
+    others as f64 / all.max(1) as f64
+}
+
 /// The thread of `threads` (those of a run of command `cmd`) whose vectors describe
 /// the run: the one that executed the most instructions (the first of equals); with
 /// the others' instructions. Refuses a run whose other threads executed more than
-/// [`MAX_OTHER_THREADS_SHARE`] of its instructions, or whose chosen thread has no full
-/// interval.
+/// [`MAX_OTHER_THREADS_SHARE`] of its instructions (a chosen thread without a full
+/// interval is refused after, by [`Vectors::from_intervals`]).
 fn dominant(cmd: &[String], threads: &[Thread]) -> Result<(usize, u64)> {
     let all: u64 = threads.iter().map(|t| t.instructions).sum();
     let i = threads.iter().enumerate().fold(0, |best, (i, t)| {
@@ -264,7 +269,7 @@ fn dominant(cmd: &[String], threads: &[Thread]) -> Result<(usize, u64)> {
         ));
     };
     let others = all - t.instructions;
-    let share = others as f64 / all.max(1) as f64;
+    let share = others_share(others, all);
     if share > MAX_OTHER_THREADS_SHARE {
         return Err(invalid!(
             "'{}' ran {:.1}% of its instructions ({others} of {all}) in threads other than its busiest (thread {}), more than {:.0}%; exp-bbv counts each thread apart and the rule places a window in one instruction stream: run the program with fewer threads, or place its window by another stated rule",
@@ -292,11 +297,11 @@ fn thread_outputs(out: &Path) -> Vec<(u32, std::path::PathBuf)> {
         .filter_map(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
             let t = n.strip_prefix(&prefix)?;
-            let number = t
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-                .then(|| t.parse::<u32>().ok())??;
-            Some((number, e.path()))
+            // digits only: `parse` alone would take "+2"
+            if !t.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some((t.parse::<u32>().ok()?, e.path()))
         })
         .collect();
     files.sort();
