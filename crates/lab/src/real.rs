@@ -906,11 +906,13 @@ fn record_locked(p: &Program, dir: &Path) -> Result<PathBuf> {
         out.display()
     );
     let t0 = Instant::now();
+    let mut progress = crate::traces::Progress::new(format!("real:{}", p.name), p.window);
     let rec = record_window(
         &p.traced(&cmd, stdin.as_deref()),
         &tmp,
         p.window,
         p.counting,
+        &mut |n| progress.update(n),
     )
     .within(|| format!("recording real:{} failed", p.name))?;
     let secs = t0.elapsed().as_secs_f64();

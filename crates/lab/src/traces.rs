@@ -179,17 +179,92 @@ pub const ZSTD_LEVEL: i32 = 9;
 /// trace at `out`, `env` added to its environment and `stdin` (if any) its standard
 /// input; a name ending in `.zst` is written
 /// zstd-compressed. The command is stopped once the window is recorded. A failed or
-/// interrupted recording leaves no half-written trace behind.
+/// interrupted recording leaves no half-written trace behind. `progress` is called with
+/// the instructions counted so far (skipped ones included) every 2^20 instruction
+/// events ([`Progress`] prints them).
 pub fn record_window(
     t: &Traced<'_>,
     out: &Path,
     window: Window,
     counting: Counting,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<Recording> {
     let compress = out.extension().is_some_and(|e| e == "zst");
-    record_into(t, out, window, counting, compress).inspect_err(|_| {
+    record_into(t, out, window, counting, compress, progress).inspect_err(|_| {
         let _ = std::fs::remove_file(out);
     })
+}
+
+/// A recording's progress line on standard error, at most once per
+/// [`Progress::EVERY`]: instructions counted of the run's part to go through (the skip
+/// and the window), the share, the time so far and, at the rate so far, the time left.
+/// A recording of a 200 M window after billions of skipped instructions takes an hour
+/// or more under lackey.
+pub struct Progress {
+    /// What is recorded, as the line names it (`real:glpsol`).
+    label: String,
+    /// Instructions to go through: the skip and the window (`None`: to the run's end).
+    total: Option<u64>,
+    /// When the recording started.
+    start: std::time::Instant,
+    /// When the last line was printed.
+    last: std::time::Instant,
+}
+
+impl Progress {
+    /// How often a line is printed at most.
+    pub const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+    /// Progress of recording `window` of `label`.
+    pub fn new(label: impl Into<String>, window: Window) -> Progress {
+        let now = std::time::Instant::now();
+        Progress {
+            label: label.into(),
+            // `u64::MAX`: to the end, however long that is
+            total: (window.length != u64::MAX)
+                .then(|| window.skip.checked_add(window.length))
+                .flatten(),
+            start: now,
+            last: now,
+        }
+    }
+
+    /// The line for `counted` instructions after `elapsed`.
+    pub fn line(&self, counted: u64, elapsed: std::time::Duration) -> String {
+        let m = |n: u64| n / 1_000_000;
+        let mins = elapsed.as_secs_f64() / 60.0;
+        match self.total {
+            Some(total) if total > 0 => {
+                let done = counted.min(total) as f64 / total as f64;
+                let left = if done > 0.0 {
+                    format!(", about {:.0} min left", mins * (1.0 - done) / done)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{}: {} M of {} M instructions ({:.0}%) in {mins:.0} min{left}",
+                    self.label,
+                    m(counted),
+                    m(total),
+                    done * 100.0
+                )
+            }
+            _ => format!(
+                "{}: {} M instructions in {mins:.0} min",
+                self.label,
+                m(counted)
+            ),
+        }
+    }
+
+    /// Prints the line for `counted` if [`Progress::EVERY`] has passed since the last.
+    pub fn update(&mut self, counted: u64) {
+        let now = std::time::Instant::now();
+        if now.duration_since(self.last) >= Self::EVERY {
+            self.last = now;
+            eprintln!("{}", self.line(counted, now.duration_since(self.start)));
+        }
+    }
 }
 
 /// Where a recording writes: the file, or a zstd stream into it.
@@ -233,6 +308,7 @@ fn record_into(
     window: Window,
     counting: Counting,
     compress: bool,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<Recording> {
     let f = std::fs::File::create(out).map_err(Error::io("cannot create", out))?;
     let sink = if compress {
@@ -257,10 +333,13 @@ fn record_into(
             }
             last_addr = addr;
             // Ctrl-C or SIGTERM: stop the traced command too, not only ourselves
-            if events.is_multiple_of(1 << 20) && stop.load(std::sync::atomic::Ordering::Relaxed) {
-                return Err(Error::Interrupted {
-                    instructions: events,
-                });
+            if events.is_multiple_of(1 << 20) {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Err(Error::Interrupted {
+                        instructions: events,
+                    });
+                }
+                progress(counted);
             }
             if counted > end {
                 return Ok(false);
@@ -453,6 +532,32 @@ mod counting_tests {
     /// an event per iteration). Fails if the window's count were off by its skip, or
     /// if the events were counted short of the retired instructions.
     #[test]
+    fn progress_lines_give_the_share_and_the_time_left() {
+        use super::{Progress, Window};
+        use std::time::Duration;
+        let window = Window {
+            skip: 4_620_000_000,
+            length: 200_000_000,
+        };
+        let p = Progress::new("real:glpsol", window);
+        // a quarter of 4,820 M in 20 minutes: 60 minutes to go at that rate
+        assert_eq!(
+            p.line(1_205_000_000, Duration::from_secs(1200)),
+            "real:glpsol: 1205 M of 4820 M instructions (25%) in 20 min, about 60 min left"
+        );
+        assert_eq!(
+            p.line(0, Duration::ZERO),
+            "real:glpsol: 0 M of 4820 M instructions (0%) in 0 min"
+        );
+        // a whole run has no total to share
+        let all = Progress::new("t.cst", Window::ALL);
+        assert_eq!(
+            all.line(3_000_000, Duration::from_secs(120)),
+            "t.cst: 3 M instructions in 2 min"
+        );
+    }
+
+    #[test]
     fn a_windows_counted_instructions_are_its_length() {
         use super::{record_window, Recording, Traced, Window};
         let cmd: Vec<String> = ["sh", "-c", "exit 0"].map(String::from).to_vec();
@@ -463,7 +568,14 @@ mod counting_tests {
             length: 30_000,
         };
         let rec = |c: Counting| -> Recording {
-            record_window(&Traced::plain(&cmd), &d.join("w.cst"), window, c).unwrap()
+            record_window(
+                &Traced::plain(&cmd),
+                &d.join("w.cst"),
+                window,
+                c,
+                &mut |_| {},
+            )
+            .unwrap()
         };
         let e = rec(Counting::Events);
         assert_eq!((e.counted, e.instructions), (30_000, 30_000));

@@ -2,7 +2,8 @@
 
 use anyhow::{bail, Result};
 use cachesched_lab::traces::{
-    record_window, replay_file, trace_command, CacheSpecs, Counting, Recording, Traced, Window,
+    record_window, replay_file, trace_command, CacheSpecs, Counting, Progress, Recording, Traced,
+    Window,
 };
 use clap::{Args, Subcommand};
 use std::io::Write;
@@ -122,11 +123,13 @@ pub fn record(a: &RecordArgs) -> Result<Recording> {
         skip: a.skip_instructions,
         length: a.instructions.unwrap_or(u64::MAX),
     };
+    let mut progress = Progress::new(a.out.display().to_string(), window);
     Ok(record_window(
         &Traced::plain(&a.command),
         &a.out,
         window,
         Counting::Events,
+        &mut |n| progress.update(n),
     )?)
 }
 

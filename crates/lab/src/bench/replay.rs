@@ -65,6 +65,7 @@ pub fn run(a: &ReplayBench) -> Result<()> {
         &trace,
         Window::ALL,
         Counting::Events,
+        &mut |_| {},
     )?;
     let (events, bytes) = (rec.events, rec.bytes);
     println!("program: {}", a.command.join(" "));
