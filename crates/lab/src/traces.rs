@@ -91,16 +91,61 @@ pub fn spawn_lackey(
 /// `stdin` as its standard input) into `f`, until the command ends or `f` answers `false` (then the command is killed:
 /// a window of its run is all that was wanted).
 pub fn trace_command(t: &Traced<'_>, mut f: impl FnMut(TraceEvent) -> Result<bool>) -> Result<()> {
-    let (mut child, log) = spawn_lackey(t.cmd, t.env, t.stdin)?;
-    let mut reader = LackeyReader::new(BufReader::with_capacity(1 << 20, log));
-    let res: Result<bool> = (|| {
+    with_lackey(t, |reader| {
         while let Some(ev) = reader.next_event()? {
             if !f(ev)? {
                 return Ok(false);
             }
         }
         Ok(true)
-    })();
+    })
+}
+
+/// Lackey's output as [`with_lackey`] hands it over.
+type LackeyLog = LackeyReader<BufReader<Batched<std::fs::File>>>;
+
+/// A pipe's read end read in batches: a read that returns less than [`Batched::LOW`]
+/// bytes is followed by a nap of [`Batched::NAP`], so the writer's next chunks
+/// accumulate in the pipe instead of each waking the reader. Valgrind writes its log
+/// a few hundred bytes at a time; read eagerly, a recording's reader woke about
+/// 88,000 times a second and took a third of the CPU lackey and it used (two
+/// recordings on this machine's two cores, 2026-12-07).
+pub struct Batched<R> {
+    /// The pipe.
+    inner: R,
+}
+
+impl<R> Batched<R> {
+    /// Reads shorter than this are followed by a nap.
+    pub const LOW: usize = 64 << 10;
+    /// How long the nap is: long enough for lackey to write tens of kilobytes, short
+    /// enough that even a 64 KiB pipe (if it could not be enlarged) holds what it
+    /// writes meanwhile.
+    pub const NAP: std::time::Duration = std::time::Duration::from_millis(1);
+
+    /// Reads `inner` in batches.
+    pub fn new(inner: R) -> Batched<R> {
+        Batched { inner }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Batched<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 && n < Self::LOW.min(buf.len()) {
+            std::thread::sleep(Self::NAP);
+        }
+        Ok(n)
+    }
+}
+
+/// Runs `cmd` under lackey ([`spawn_lackey`]) and hands its output to `read`, which
+/// answers whether it read to the end (`false`: it wanted no more, and the command is
+/// killed); a command that was read to its end must have succeeded.
+fn with_lackey(t: &Traced<'_>, read: impl FnOnce(&mut LackeyLog) -> Result<bool>) -> Result<()> {
+    let (mut child, log) = spawn_lackey(t.cmd, t.env, t.stdin)?;
+    let mut reader = LackeyReader::new(BufReader::with_capacity(1 << 20, Batched::new(log)));
+    let res = read(&mut reader);
     if !matches!(res, Ok(true)) {
         let _ = child.kill();
     }
@@ -267,8 +312,17 @@ impl Progress {
     }
 }
 
-/// Where a recording writes: the file, or a zstd stream into it.
-enum Sink {
+/// Where a recording writes: the file, or a zstd stream into it, counting the bytes
+/// of the trace that pass (uncompressed).
+struct Sink {
+    /// The file.
+    out: SinkFile,
+    /// Bytes written into it so far, before compression.
+    written: u64,
+}
+
+/// [`Sink`]'s file.
+enum SinkFile {
     /// Uncompressed.
     Plain(BufWriter<std::fs::File>),
     /// zstd-compressed at [`ZSTD_LEVEL`].
@@ -277,16 +331,18 @@ enum Sink {
 
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Sink::Plain(w) => w.write(buf),
-            Sink::Zstd(w) => w.write(buf),
-        }
+        let n = match &mut self.out {
+            SinkFile::Plain(w) => w.write(buf)?,
+            SinkFile::Zstd(w) => w.write(buf)?,
+        };
+        self.written += n as u64;
+        Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Sink::Plain(w) => w.flush(),
-            Sink::Zstd(w) => w.flush(),
+        match &mut self.out {
+            SinkFile::Plain(w) => w.flush(),
+            SinkFile::Zstd(w) => w.flush(),
         }
     }
 }
@@ -294,9 +350,9 @@ impl Write for Sink {
 impl Sink {
     /// Ends the zstd frame (if any) and flushes everything to the file.
     fn finish(self) -> std::io::Result<()> {
-        match self {
-            Sink::Plain(mut w) => w.flush(),
-            Sink::Zstd(w) => w.finish()?.flush(),
+        match self.out {
+            SinkFile::Plain(mut w) => w.flush(),
+            SinkFile::Zstd(w) => w.finish()?.flush(),
         }
     }
 }
@@ -311,30 +367,112 @@ fn record_into(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Recording> {
     let f = std::fs::File::create(out).map_err(Error::io("cannot create", out))?;
-    let sink = if compress {
-        Sink::Zstd(
+    let file = if compress {
+        SinkFile::Zstd(
             zstd::stream::write::Encoder::new(BufWriter::new(f), ZSTD_LEVEL)
                 .map_err(Error::TraceIo)?,
         )
     } else {
-        Sink::Plain(BufWriter::new(f))
+        SinkFile::Plain(BufWriter::new(f))
+    };
+    let sink = Sink {
+        out: file,
+        written: 0,
     };
     let mut w = TraceWriter::new(sink).map_err(Error::TraceIo)?;
+    let stop = crate::interrupt::interrupt_flag();
+    // Ctrl-C or SIGTERM: stop the traced command too, not only ourselves
+    let interrupted = || stop.load(std::sync::atomic::Ordering::Relaxed);
+    let mut copied = Copied::default();
+    with_lackey(t, |reader| {
+        let (to_end, c) = copy_window(reader, &mut w, window, counting, progress, &interrupted)?;
+        copied = c;
+        Ok(to_end)
+    })?;
+    if copied.counted <= window.skip {
+        return Err(Error::Tool(format!(
+            "'{}' ended after {} instructions, before the {} to skip",
+            t.cmd.join(" "),
+            copied.counted,
+            window.skip
+        )));
+    }
+    let events_written = w.events;
+    let sink = w.finish().map_err(Error::TraceIo)?;
+    let bytes = sink.written;
+    sink.finish().map_err(Error::TraceIo)?;
+    let file_bytes = std::fs::metadata(out)
+        .map_err(Error::io("cannot read the size of", out))?
+        .len();
+    Ok(Recording {
+        events: events_written,
+        bytes,
+        file_bytes,
+        instructions: copied.in_window,
+        counted: copied
+            .counted
+            .min(window.skip.saturating_add(window.length))
+            - window.skip,
+    })
+}
+
+/// What [`copy_window`] counted.
+#[derive(Debug, Default, Clone, Copy)]
+struct Copied {
+    /// Instructions as the window counts them, up to the last one read.
+    counted: u64,
+    /// Instruction events written.
+    in_window: u64,
+}
+
+/// Copies `window` of lackey's output in `reader` (counted as `counting` says) into
+/// `w`: the skip passed over without reading its events
+/// ([`LackeyReader::skip_until`]), then the window's events. Answers whether the
+/// output was read to its end (`false`: the window ended first) and what it counted.
+/// `progress` gets the count every 2^20 instruction events, when `interrupted` is
+/// also asked.
+fn copy_window<R: std::io::BufRead, W: Write>(
+    reader: &mut LackeyReader<R>,
+    w: &mut TraceWriter<W>,
+    window: Window,
+    counting: Counting,
+    progress: &mut dyn FnMut(u64),
+    interrupted: &dyn Fn() -> bool,
+) -> Result<(bool, Copied)> {
     let end = window.skip.saturating_add(window.length);
     // `counted` is the window's count; `events` every instruction event
     let (mut counted, mut events, mut last_addr) = (0u64, 0u64, u64::MAX);
     let mut in_window = 0u64;
-    let stop = crate::interrupt::interrupt_flag();
-    trace_command(t, |e| {
+    // the skip, up to the instruction that would be the window's first
+    let mut halted = false;
+    reader.skip_until(|addr| {
+        let counts = counting.counts(addr, last_addr);
+        if counts && counted == window.skip {
+            return true;
+        }
+        events += 1;
+        counted += u64::from(counts);
+        last_addr = addr;
+        if events.is_multiple_of(1 << 20) {
+            halted = interrupted();
+            progress(counted);
+        }
+        halted
+    })?;
+    if halted {
+        return Err(Error::Interrupted {
+            instructions: events,
+        });
+    }
+    while let Some(e) = reader.next_event()? {
         if let TraceEvent::Instr { addr, .. } = e {
             events += 1;
             if counting.counts(addr, last_addr) {
                 counted += 1;
             }
             last_addr = addr;
-            // Ctrl-C or SIGTERM: stop the traced command too, not only ourselves
             if events.is_multiple_of(1 << 20) {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if interrupted() {
                     return Err(Error::Interrupted {
                         instructions: events,
                     });
@@ -342,7 +480,8 @@ fn record_into(
                 progress(counted);
             }
             if counted > end {
-                return Ok(false);
+                let c = Copied { counted, in_window };
+                return Ok((false, c));
             }
             if counted > window.skip {
                 in_window += 1;
@@ -351,27 +490,9 @@ fn record_into(
         if counted > window.skip {
             w.write(e).map_err(Error::TraceIo)?;
         }
-        Ok(true)
-    })?;
-    if counted <= window.skip {
-        return Err(Error::Tool(format!(
-            "'{}' ended after {counted} instructions, before the {} to skip",
-            t.cmd.join(" "),
-            window.skip
-        )));
     }
-    let (events_written, bytes) = (w.events, w.bytes);
-    w.finish().and_then(Sink::finish).map_err(Error::TraceIo)?;
-    let file_bytes = std::fs::metadata(out)
-        .map_err(Error::io("cannot read the size of", out))?
-        .len();
-    Ok(Recording {
-        events: events_written,
-        bytes,
-        file_bytes,
-        instructions: in_window,
-        counted: counted.min(end) - window.skip,
-    })
+    let c = Copied { counted, in_window };
+    Ok((true, c))
 }
 
 /// The caches of a replay, each as cachegrind writes them: `size_bytes,ways,line_bytes`.
@@ -555,6 +676,92 @@ mod counting_tests {
             all.line(3_000_000, Duration::from_secs(120)),
             "t.cst: 3 M instructions in 2 min"
         );
+    }
+
+    #[test]
+    fn a_window_holds_the_events_reading_all_of_them_finds_there() {
+        use super::{copy_window, Window};
+        use cachesched_sim::trace::format::TraceWriter;
+        use cachesched_sim::trace::replay::{LackeyReader, TraceEvent};
+        use std::io::BufReader;
+        // lackey's output for a small run, once (a second run differs: the shell's
+        // environment and stack move its addresses)
+        let d = std::env::temp_dir().join(format!("cachesched-skip-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let log = d.join("lackey.txt");
+        let ok = std::process::Command::new("valgrind")
+            .args(["-q", "--tool=lackey", "--trace-mem=yes"])
+            .arg(format!("--log-file={}", log.display()))
+            .args(["sh", "-c", "exit 0"])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let text = std::fs::read(&log).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+        let all: Vec<TraceEvent> = LackeyReader::new(&text[..]).map(|e| e.unwrap()).collect();
+        // a skip that ends just before a `rep` iteration (an instruction at the address
+        // of the one before: not counted when retired instructions are, so the window
+        // starts after it), and one that need not
+        let (mut n, mut last) = (0u64, u64::MAX);
+        let mut before_rep = None;
+        for e in &all {
+            if let TraceEvent::Instr { addr, .. } = *e {
+                if addr == last && n > 1_000 {
+                    before_rep = Some(n);
+                    break;
+                }
+                n += u64::from(addr != last);
+                last = addr;
+            }
+        }
+        let before_rep = before_rep.expect("a rep-prefixed instruction in the shell's run");
+        let length = 30_000u64;
+        for (skip, c) in [
+            (20_000, Counting::Events),
+            (20_000, Counting::Retired),
+            (before_rep, Counting::Retired),
+        ] {
+            // the window as reading every event of the run finds it
+            let (mut n, mut last) = (0u64, u64::MAX);
+            let mut want = Vec::new();
+            for &e in &all {
+                if let TraceEvent::Instr { addr, .. } = e {
+                    n += u64::from(c.counts(addr, last));
+                    last = addr;
+                    if n > skip + length {
+                        break;
+                    }
+                }
+                if n > skip {
+                    want.push(e);
+                }
+            }
+            assert!(n > skip + length, "{c:?}: the run has {n} instructions");
+            let mut w = TraceWriter::new(Vec::new()).unwrap();
+            for e in want {
+                w.write(e).unwrap();
+            }
+            let want = w.finish().unwrap();
+            assert!(want.len() > 30_000, "{c:?}: {} bytes", want.len());
+            // 4 KB buffers cut lackey's lines at their edges
+            for cap in [4096, 1 << 20] {
+                let mut r = LackeyReader::new(BufReader::with_capacity(cap, &text[..]));
+                let mut w = TraceWriter::new(Vec::new()).unwrap();
+                let window = Window { skip, length };
+                let (to_end, copied) =
+                    copy_window(&mut r, &mut w, window, c, &mut |_| {}, &|| false).unwrap();
+                assert!(!to_end);
+                assert_eq!(copied.counted, skip + length + 1, "{c:?}");
+                // the binary form folds events (runs of hits): compare what each writes
+                let got = w.finish().unwrap();
+                assert!(
+                    got == want,
+                    "{c:?}, buffer {cap}: {} bytes, want {}",
+                    got.len(),
+                    want.len()
+                );
+            }
+        }
     }
 
     #[test]

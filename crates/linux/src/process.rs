@@ -94,9 +94,15 @@ pub fn exit_code(status: i32) -> i32 {
     }
 }
 
+/// What [`spawn_with_fd3_pipe`] asks the pipe to hold: 1 MiB, the kernel's default
+/// `/proc/sys/fs/pipe-max-size`, so a writer of small chunks can run ahead of a reader
+/// that reads in batches.
+pub const FD3_PIPE_BYTES: i32 = 1 << 20;
+
 /// Spawns `cmd` with a pipe on its file descriptor 3 and returns the child with the
 /// pipe's read end: a side channel that the program's own stdout and stderr cannot
-/// mix into (valgrind's `--log-fd=3`).
+/// mix into (valgrind's `--log-fd=3`). The pipe is enlarged to [`FD3_PIPE_BYTES`] where
+/// the system allows it (it keeps the default 64 KiB otherwise).
 pub fn spawn_with_fd3_pipe(
     cmd: &mut std::process::Command,
 ) -> std::io::Result<(std::process::Child, std::fs::File)> {
@@ -114,6 +120,9 @@ pub fn spawn_with_fd3_pipe(
             std::fs::File::from_raw_fd(fds[1]),
         )
     };
+    // SAFETY: F_SETPIPE_SZ on a descriptor just created; a refusal (a lower
+    // pipe-max-size) leaves the pipe as it was, which works, only with more wake-ups
+    let _ = unsafe { libc::fcntl(fds[0], libc::F_SETPIPE_SZ, FD3_PIPE_BYTES) };
     let w = fds[1];
     // SAFETY: between fork and exec only dup2 runs, which is async-signal-safe; the
     // duplicate on 3 has no close-on-exec flag, so the program inherits it.

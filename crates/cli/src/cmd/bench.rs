@@ -12,6 +12,10 @@ use clap::{Args, Subcommand};
 pub enum BenchCommand {
     /// Replay speed against cachegrind itself on the same program and caches.
     Replay(ReplayBenchArgs),
+    /// Reading lackey's output event by event against passing over it (how a
+    /// recording goes through the instructions before its window), beside the time
+    /// lackey took to write it.
+    Skip(SkipBenchArgs),
     /// Simulated instructions per wall-clock second of the whole engine, per preset,
     /// side by side with cachegrind's rate on a reference program.
     Engine(EngineBenchArgs),
@@ -56,6 +60,17 @@ pub struct WorkloadBenchArgs {
     /// Only these profiles (comma-separated; default all).
     #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
     profiles: Vec<String>,
+}
+
+/// Arguments of `cachesched bench skip`.
+#[derive(Args, Debug)]
+pub struct SkipBenchArgs {
+    /// Timed repetitions of each reader, interleaved (the median is kept).
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+    /// The program whose lackey output is read (e.g. `gzip -9 -c FILE`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
 }
 
 /// Arguments of `cachesched bench replay`.
@@ -162,6 +177,10 @@ pub fn run(c: BenchCommand) -> Result<()> {
     match c {
         BenchCommand::Replay(a) => bench::replay::run(&bench::replay::ReplayBench {
             caches: a.caches.specs(),
+            repeat: a.repeat,
+            command: a.command,
+        })?,
+        BenchCommand::Skip(a) => bench::replay::skip(&bench::replay::SkipBench {
             repeat: a.repeat,
             command: a.command,
         })?,

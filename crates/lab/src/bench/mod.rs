@@ -6,7 +6,8 @@
 //! - [`engine`]: the whole simulated machine per preset, and its scaling with threads
 //!   and CPUs;
 //! - [`workloads`]: the workload generators against the cache model and the machine;
-//! - [`replay`]: trace replay against cachegrind on the same program;
+//! - [`replay`]: trace replay against cachegrind on the same program, and the
+//!   recording's reader against lackey;
 //! - [`casc`], [`cachefair`]: the schedulers' decision cost against their slice or tick;
 //! - [`daemon`]: the Linux daemon's own CPU time and decision latency.
 

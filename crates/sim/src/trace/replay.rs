@@ -344,6 +344,33 @@ pub struct LackeyReader<R> {
     input: R,
     line: u64,
     buf: Vec<u8>,
+    /// `buf` holds a line already read but not yet returned: the instruction line
+    /// [`LackeyReader::skip_until`] stopped at, when it had to be read out of the
+    /// input to be seen whole.
+    pending: bool,
+}
+
+/// What [`LackeyReader::skip_until`] needs of a line (its line end included or not):
+/// an instruction's address, nothing (a data line, valgrind's own, a blank line), or
+/// why it is not a lackey line. Data lines are checked for their kind only.
+fn instruction_address(l: &[u8]) -> Result<Option<u64>, &'static str> {
+    let mut l = l;
+    while let [rest @ .., b'\n' | b'\r'] = l {
+        l = rest;
+    }
+    match l {
+        [] | [b'=', b'=', ..] | [b'-', b'-', ..] => Ok(None),
+        [b'I', b' ', b' ', body @ ..] => {
+            let body = trim_start(body);
+            let comma = body.iter().position(|&c| c == b',');
+            match comma.and_then(|c| parse_hex(&body[..c])) {
+                Some(addr) => Ok(Some(addr)),
+                None => Err("expected 'I  addr,size' with a hexadecimal address"),
+            }
+        }
+        [b' ', b'L' | b'S' | b'M', b' ', ..] => Ok(None),
+        _ => Err("expected 'I  addr,size' or ' L|S|M addr,size'"),
+    }
 }
 
 fn parse_hex(s: &[u8]) -> Option<u64> {
@@ -384,6 +411,57 @@ impl<R: BufRead> LackeyReader<R> {
             input,
             line: 0,
             buf: Vec::with_capacity(64),
+            pending: false,
+        }
+    }
+
+    /// Passes over the input without producing events until an instruction line for
+    /// which `stop(address)` is true (called once per instruction line, in order,
+    /// until it answers true), which [`LackeyReader::next_event`] then returns first;
+    /// `false` if the input ended before. Data lines in between are checked for their
+    /// kind but not parsed, so fast-forwarding through the start of a run before a
+    /// window costs a fraction of reading its events.
+    pub fn skip_until(&mut self, mut stop: impl FnMut(u64) -> bool) -> Result<bool, ReplayError> {
+        if self.pending {
+            match instruction_address(&self.buf) {
+                Ok(Some(addr)) if stop(addr) => return Ok(true),
+                Ok(_) => self.pending = false,
+                Err(reason) => return Err(self.malformed(reason)),
+            }
+        }
+        loop {
+            let buf = self.input.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(false);
+            }
+            let Some(end) = buf.iter().position(|&c| c == b'\n') else {
+                // the line runs past the buffer: read it whole, and keep it if it is
+                // the one to stop at
+                self.buf.clear();
+                self.input.read_until(b'\n', &mut self.buf)?;
+                self.line += 1;
+                match instruction_address(&self.buf) {
+                    Ok(Some(addr)) if stop(addr) => {
+                        self.pending = true;
+                        return Ok(true);
+                    }
+                    Ok(_) => continue,
+                    Err(reason) => return Err(self.malformed(reason)),
+                }
+            };
+            match instruction_address(&buf[..end]) {
+                Ok(Some(addr)) if stop(addr) => return Ok(true),
+                Ok(_) => {
+                    self.input.consume(end + 1);
+                    self.line += 1;
+                }
+                Err(reason) => {
+                    self.buf.clear();
+                    self.buf.extend_from_slice(&buf[..end]);
+                    self.line += 1;
+                    return Err(self.malformed(reason));
+                }
+            }
         }
     }
 
@@ -406,11 +484,15 @@ impl<R: BufRead> LackeyReader<R> {
     /// The next event, `Ok(None)` at the end of the input.
     pub fn next_event(&mut self) -> Result<Option<TraceEvent>, ReplayError> {
         loop {
-            self.buf.clear();
-            if self.input.read_until(b'\n', &mut self.buf)? == 0 {
-                return Ok(None);
+            if self.pending {
+                self.pending = false;
+            } else {
+                self.buf.clear();
+                if self.input.read_until(b'\n', &mut self.buf)? == 0 {
+                    return Ok(None);
+                }
+                self.line += 1;
             }
-            self.line += 1;
             let mut l: &[u8] = &self.buf;
             while let [rest @ .., b'\n' | b'\r'] = l {
                 l = rest;
@@ -504,6 +586,79 @@ mod tests {
                     size: 2
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn skipping_leaves_the_events_reading_would() {
+        // instructions with data lines, a repeated address (a `rep` iteration),
+        // valgrind's own lines and a blank one
+        let mut text = String::from("==7== Lackey\n");
+        for i in 0..40u64 {
+            let addr = 0x4000 + 4 * (i / 3 * 3);
+            text += &format!("I  {addr:08x},3\n L {:x},8\n", 0x1f000 + i);
+            if i % 5 == 0 {
+                text += &format!(
+                    " S {:x},4\n M {:x},2\n--7-- note\n\n",
+                    0x2000 + i,
+                    0x3000 + i
+                );
+            }
+        }
+        let read = |r: &mut LackeyReader<std::io::BufReader<&[u8]>>| -> Vec<TraceEvent> {
+            r.map(|e| e.unwrap()).collect()
+        };
+        // 14 distinct addresses (each three times in a row)
+        for skip in [0, 1, 7, 13] {
+            // what next_event gives from the skip-th distinct address on
+            let all = read(&mut LackeyReader::new(std::io::BufReader::new(
+                text.as_bytes(),
+            )));
+            let (mut seen, mut last) = (0, u64::MAX);
+            let from = all
+                .iter()
+                .position(|e| match *e {
+                    TraceEvent::Instr { addr, .. } if addr != last => {
+                        last = addr;
+                        seen += 1;
+                        seen > skip
+                    }
+                    _ => false,
+                })
+                .unwrap();
+            // buffers of 7 and 16 bytes cut lines in two; 4096 holds the whole text
+            for cap in [7, 16, 4096] {
+                let mut r =
+                    LackeyReader::new(std::io::BufReader::with_capacity(cap, text.as_bytes()));
+                let (mut n, mut last) = (0, u64::MAX);
+                let stopped = r
+                    .skip_until(|addr| {
+                        if addr != last {
+                            if n == skip {
+                                return true;
+                            }
+                            n += 1;
+                        }
+                        last = addr;
+                        false
+                    })
+                    .unwrap();
+                assert!(stopped, "skip {skip}, buffer {cap}");
+                assert_eq!(read(&mut r), all[from..], "skip {skip}, buffer {cap}");
+                let lines = text.lines().count() as u64;
+                assert_eq!(r.lines_read(), lines, "skip {skip}, buffer {cap}");
+            }
+        }
+        // past the end: false; a bad line in the part skipped: an error naming it
+        let mut r = LackeyReader::new(text.as_bytes());
+        assert!(!r.skip_until(|_| false).unwrap());
+        let bad = "I  10,3\n L 20,4\nhello\nI  14,3\n";
+        let e = LackeyReader::new(bad.as_bytes())
+            .skip_until(|_| false)
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("line 3") && e.to_string().contains("hello"),
+            "{e}"
         );
     }
 
