@@ -786,6 +786,8 @@ mod counting_tests {
         };
         let e = rec(Counting::Events);
         assert_eq!((e.counted, e.instructions), (30_000, 30_000));
+        // uncompressed, the trace's bytes are the file's (the last buffer included)
+        assert_eq!(e.bytes, e.file_bytes);
         let r = rec(Counting::Retired);
         assert_eq!(r.counted, 30_000);
         assert!(r.instructions >= r.counted, "{r:?}");
