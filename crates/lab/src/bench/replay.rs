@@ -116,7 +116,11 @@ pub struct SkipBench {
 /// event parsed ([`LackeyReader::next_event`], how a window's events are read) and
 /// passed over ([`LackeyReader::skip_until`], how a recording goes through the
 /// instructions before its window), each against the time lackey took to write it,
-/// which is what a recording's reader runs beside.
+/// which is what a recording's reader runs beside; then live from lackey's pipe, read
+/// eagerly and in batches ([`crate::traces::Batched`]), wall and reader's CPU time.
+///
+/// [`LackeyReader::next_event`]: cachesched_sim::trace::replay::LackeyReader::next_event
+/// [`LackeyReader::skip_until`]: cachesched_sim::trace::replay::LackeyReader::skip_until
 pub fn skip(a: &SkipBench) -> Result<()> {
     use cachesched_sim::trace::replay::LackeyReader;
     use std::io::BufReader;
