@@ -425,6 +425,48 @@ struct Copied {
     in_window: u64,
 }
 
+/// The instructions a recording has gone through, counted as its window counts them,
+/// with the progress report and the interrupt check every 2^20 instruction events:
+/// what [`copy_window`]'s skip and its window share.
+struct Count<'a> {
+    /// How the window counts.
+    counting: Counting,
+    /// Instructions counted (skipped ones included).
+    counted: u64,
+    /// Every instruction event.
+    events: u64,
+    /// The last instruction's address (`u64::MAX`: none yet).
+    last_addr: u64,
+    /// Gets `counted` every 2^20 events.
+    progress: &'a mut dyn FnMut(u64),
+    /// Asked every 2^20 events: Ctrl-C or SIGTERM.
+    interrupted: &'a dyn Fn() -> bool,
+}
+
+impl Count<'_> {
+    /// Whether an instruction at `addr` would count.
+    fn counts(&self, addr: u64) -> bool {
+        self.counting.counts(addr, self.last_addr)
+    }
+
+    /// Counts an instruction event at `addr`; fails if the recording was interrupted
+    /// (so the traced command is stopped too, not only ourselves).
+    fn instruction(&mut self, addr: u64) -> Result<()> {
+        self.events += 1;
+        self.counted += u64::from(self.counts(addr));
+        self.last_addr = addr;
+        if self.events.is_multiple_of(1 << 20) {
+            if (self.interrupted)() {
+                return Err(Error::Interrupted {
+                    instructions: self.events,
+                });
+            }
+            (self.progress)(self.counted);
+        }
+        Ok(())
+    }
+}
+
 /// Copies `window` of lackey's output in `reader` (counted as `counting` says) into
 /// `w`: the skip passed over without reading its events
 /// ([`LackeyReader::skip_until`]), then the window's events. Answers whether the
@@ -440,59 +482,49 @@ fn copy_window<R: std::io::BufRead, W: Write>(
     interrupted: &dyn Fn() -> bool,
 ) -> Result<(bool, Copied)> {
     let end = window.skip.saturating_add(window.length);
-    // `counted` is the window's count; `events` every instruction event
-    let (mut counted, mut events, mut last_addr) = (0u64, 0u64, u64::MAX);
-    let mut in_window = 0u64;
+    let mut c = Count {
+        counting,
+        counted: 0,
+        events: 0,
+        last_addr: u64::MAX,
+        progress,
+        interrupted,
+    };
     // the skip, up to the instruction that would be the window's first
-    let mut halted = false;
+    let mut failed = None;
     reader.skip_until(|addr| {
-        let counts = counting.counts(addr, last_addr);
-        if counts && counted == window.skip {
+        if c.counts(addr) && c.counted == window.skip {
             return true;
         }
-        events += 1;
-        counted += u64::from(counts);
-        last_addr = addr;
-        if events.is_multiple_of(1 << 20) {
-            halted = interrupted();
-            progress(counted);
+        match c.instruction(addr) {
+            Ok(()) => false,
+            Err(e) => {
+                failed = Some(e);
+                true
+            }
         }
-        halted
     })?;
-    if halted {
-        return Err(Error::Interrupted {
-            instructions: events,
-        });
+    if let Some(e) = failed {
+        return Err(e);
     }
+    let mut in_window = 0u64;
     while let Some(e) = reader.next_event()? {
         if let TraceEvent::Instr { addr, .. } = e {
-            events += 1;
-            if counting.counts(addr, last_addr) {
-                counted += 1;
+            c.instruction(addr)?;
+            if c.counted > end {
+                let counted = c.counted;
+                return Ok((false, Copied { counted, in_window }));
             }
-            last_addr = addr;
-            if events.is_multiple_of(1 << 20) {
-                if interrupted() {
-                    return Err(Error::Interrupted {
-                        instructions: events,
-                    });
-                }
-                progress(counted);
-            }
-            if counted > end {
-                let c = Copied { counted, in_window };
-                return Ok((false, c));
-            }
-            if counted > window.skip {
+            if c.counted > window.skip {
                 in_window += 1;
             }
         }
-        if counted > window.skip {
+        if c.counted > window.skip {
             w.write(e).map_err(Error::TraceIo)?;
         }
     }
-    let c = Copied { counted, in_window };
-    Ok((true, c))
+    let counted = c.counted;
+    Ok((true, Copied { counted, in_window }))
 }
 
 /// The caches of a replay, each as cachegrind writes them: `size_bytes,ways,line_bytes`.

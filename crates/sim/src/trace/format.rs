@@ -130,8 +130,6 @@ pub struct TraceWriter<W: Write> {
     buf: Vec<u8>,
     /// Events written.
     pub events: u64,
-    /// Bytes written (including the magic).
-    pub bytes: u64,
     /// Records written (a hit run is one record of many events).
     records: u64,
     /// FNV-1a hash of every byte written.
@@ -169,7 +167,6 @@ impl<W: Write> TraceWriter<W> {
             targets: vec![0; PRED_SIZE],
             buf: Vec::with_capacity(1 << 16),
             events: 0,
-            bytes: MAGIC2.len() as u64,
         })
     }
 
@@ -254,7 +251,6 @@ impl<W: Write> TraceWriter<W> {
     fn flush_buf(&mut self) -> std::io::Result<()> {
         self.hash = cachesched_core::hash::fnv1a_from(self.hash, &self.buf);
         self.out.write_all(&self.buf)?;
-        self.bytes += self.buf.len() as u64;
         self.buf.clear();
         Ok(())
     }
@@ -267,7 +263,6 @@ impl<W: Write> TraceWriter<W> {
         put_varint(&mut end, self.records);
         end.extend_from_slice(&self.hash.to_le_bytes());
         self.out.write_all(&end)?;
-        self.bytes += end.len() as u64;
         self.out.flush()?;
         Ok(self.out)
     }
