@@ -945,9 +945,43 @@ value = [21, 21]
             assert!((start + seg - end).abs() < 0.01, "{m}: ends at {end} ms");
         }
     }
+    // the per-seed table: a row per mix and seed, fx's segment as results.json has it,
+    // cache-fair's estimate and corrections filled
+    let per_seed = std::fs::read_to_string(out.join("cachefair/tiny/per-seed.md")).unwrap();
+    assert!(
+        per_seed.contains("| mix | seed | fx: start | fx: segment | cachefair: start | cachefair: segment | cachefair: fair miss rate | cachefair: fallback | cachefair: given |"),
+        "{per_seed}"
+    );
+    for m in ["gzip-fast", "gzip-slow"] {
+        let r = std::fs::read_to_string(out.join("cachefair/tiny").join(m).join("results.json"))
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&r).unwrap();
+        for seed in [1u64, 2] {
+            let row = per_seed
+                .lines()
+                .find(|l| l.starts_with(&format!("| {m} | {seed} |")))
+                .unwrap_or_else(|| panic!("no row for {m}, seed {seed}:\n{per_seed}"));
+            let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+            assert_eq!(cells.len(), 2 + 2 + 8 + 2, "{row}");
+            let fx = v
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["variant"] == "fx" && x["seed"] == seed)
+                .unwrap();
+            let seg = fx["result"]["threads"][0]["segment_ms"].as_f64().unwrap();
+            assert_eq!(cells[3], format!("{seg:.0}"), "{row}");
+            let rate: f64 = cells[6].parse().unwrap_or_else(|_| panic!("{row}"));
+            assert!(rate > 0.0, "{row}");
+            assert!(["yes", "no"].contains(&cells[7]), "{row}");
+            let given: f64 = cells[8].parse().unwrap_or_else(|_| panic!("{row}"));
+            assert!(given.is_finite(), "{row}");
+        }
+    }
     let md = std::fs::read_to_string(out.join("cachefair/paper-vs-measured.md")).unwrap();
     for want in [
         "| gzip |",
+        "Per seed, each mix's principal",
         "reduction (cachefair vs fx)",
         "Best-effort thread under `cachefair` against `fx`",
         "| gzip: 21% | §5.2 | fx | gzip | 21.0% |",

@@ -19,6 +19,11 @@
 //! variant), the section also has Figure 4: the fair miss rate the policy estimated for
 //! each principal against the principal's miss rate with the cache equally
 //! partitioned.
+//!
+//! Beside the section, `per-seed.md` in the scenario's directory has one row per mix and
+//! seed: the principal's work segment (start and length) under every variant, and each
+//! cache-fair variant's last fair-miss-rate estimate, fallback, CPU time moved, capped
+//! adjustments and phase changes, the numbers the means above are made of.
 
 use crate::scenario::MixRuns;
 use cachesched_core::policy_stats::PolicyStats;
@@ -155,6 +160,7 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
     let mut missing = 0usize;
     let mut mech: BTreeMap<String, f64> = BTreeMap::new();
     let mut calibrating = (0usize, 0usize);
+    let mut per_seed = per_seed_header(sc);
     // Figure 4: the cache-fair variant's estimates against a partitioned baseline's
     let fig4 = (
         sc.variants.iter().position(|v| {
@@ -181,6 +187,7 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
             ));
         };
         let be = thread_of(sub, ThreadClass::BestEffort);
+        per_seed_rows(sc, label, jobs, runs, principal, &mut per_seed);
         let i = match programs.iter().position(|p| p.name == name) {
             Some(i) => i,
             None => {
@@ -421,6 +428,10 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
         md += &parts.join("; ");
         md += ".\n\n";
     }
+    write_file(&out.join("per-seed.md"), &per_seed)?;
+    md += "Per seed, each mix's principal (its work segment's start and length under every \
+           variant; each cache-fair variant's last fair-miss-rate estimate, whether it fell \
+           back, the CPU time it moved and its phase changes): `per-seed.md`.\n\n";
     let cats: Vec<String> = programs.iter().map(|p| p.name.clone()).collect();
     if let (Some(ev), Some(pv)) = fig4 {
         md += &fair_miss_rates(
@@ -500,6 +511,121 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
     )?;
     md += "Plot: `completion-times.svg`.\n";
     Ok(md)
+}
+
+/// Whether variant `v` of `sc` runs the cache-fair policy.
+fn runs_cachefair(sc: &Scenario, v: usize) -> bool {
+    sc.variants[v]
+        .policies
+        .iter()
+        .any(|p| matches!(p, PolicySpec::Cachefair(_)))
+}
+
+/// The per-seed table's title, explanation and header row.
+fn per_seed_header(sc: &Scenario) -> String {
+    let mut md = format!(
+        "# Per seed: {}\n\nEach mix's principal, per seed. Start and segment: when its work \
+         segment began and how long it took (ms of simulated time). For each variant running \
+         cache-fair, from the policy's statistics at the run's end: the principal's last \
+         estimated fair miss rate (L2 misses per 1,000 cycles, `fair_mpc`) and whether it \
+         was a fallback rather than Equation 1's crossing (`fair_fallback`); the CPU time \
+         given to the principal, negative where taken from it (`given_ms`, ms); \
+         adjustments capped at what the best-effort thread could give (`capped`); \
+         reconnaissances started on a phase change (`phase_changes`) and the largest window \
+         change seen, as a fraction of the reference (`max_phase_drift`).\n\n| mix | seed |",
+        sc.name
+    );
+    let mut cols = 0;
+    for (v, variant) in sc.variants.iter().enumerate() {
+        let _ = write!(md, " {0}: start | {0}: segment |", variant.label);
+        cols += 2;
+        if runs_cachefair(sc, v) {
+            let _ = write!(
+                md,
+                " {0}: fair miss rate | {0}: fallback | {0}: given | {0}: capped | {0}: phase \
+                 changes | {0}: largest change |",
+                variant.label
+            );
+            cols += 6;
+        }
+    }
+    md += "\n|---|---|";
+    md += &"---|".repeat(cols);
+    md += "\n";
+    md
+}
+
+/// Appends to `md` one row per seed of the mix `label`: the principal (thread
+/// `principal`) under every variant of `sc`, and each cache-fair variant's estimate and
+/// corrections (the columns of [`per_seed_header`]); `-` where a variant has no run of
+/// that seed or the run lacks the value.
+fn per_seed_rows(
+    sc: &Scenario,
+    label: &str,
+    jobs: &[Job],
+    runs: &[RunResult],
+    principal: usize,
+    md: &mut String,
+) {
+    let cell = |x: Option<f64>, digits: usize| match x {
+        Some(x) if x.is_finite() => {
+            let s = format!("{x:.digits$}");
+            // no "-0": a value that rounds to zero is shown unsigned
+            match s.strip_prefix('-') {
+                Some(u) if u.chars().all(|c| c == '0' || c == '.') => u.to_string(),
+                _ => s,
+            }
+        }
+        _ => "-".to_string(),
+    };
+    // per variant: its columns' count and its cells per seed
+    let mut by_variant: Vec<(usize, BTreeMap<u64, Vec<String>>)> = Vec::new();
+    for v in 0..sc.variants.len() {
+        let cf = runs_cachefair(sc, v);
+        let mut cells = BTreeMap::new();
+        for (j, r) in crate::results::Table::new(jobs, runs).of_variant(v) {
+            let t = &r.threads[principal];
+            let mut c = vec![cell(t.segment_start_ms, 0), cell(t.segment_ms, 0)];
+            if cf {
+                let s = r.stats_of::<CacheFairStats>();
+                let s = s.as_ref();
+                let p = principal as u32;
+                c.push(cell(
+                    s.and_then(|s| s.fair_mpc.get(&p)).map(|m| 1000.0 * m),
+                    3,
+                ));
+                c.push(
+                    match s.and_then(|s| s.fair_fallback.get(&p)) {
+                        Some(true) => "yes",
+                        Some(false) => "no",
+                        None => "-",
+                    }
+                    .to_string(),
+                );
+                c.push(cell(s.map(|s| s.given_ms), 1));
+                c.push(cell(s.map(|s| s.capped as f64), 0));
+                c.push(cell(s.map(|s| s.phase_changes as f64), 0));
+                c.push(cell(s.map(|s| s.max_phase_drift), 2));
+            }
+            cells.insert(j.seed, c);
+        }
+        by_variant.push((if cf { 8 } else { 2 }, cells));
+    }
+    let seeds: std::collections::BTreeSet<u64> = by_variant
+        .iter()
+        .flat_map(|(_, c)| c.keys().copied())
+        .collect();
+    for seed in seeds {
+        let row: Vec<String> = by_variant
+            .iter()
+            .flat_map(|(width, c)| {
+                c.get(&seed)
+                    .cloned()
+                    .unwrap_or_else(|| vec!["-".to_string(); *width])
+            })
+            .collect();
+        let _ = writeln!(md, "| {label} | {seed} | {} |", row.join(" | "));
+    }
 }
 
 /// Figure 4's table and plot: per program, over the seeds of both schedules, the fair
