@@ -465,15 +465,16 @@ impl ThreadGroup {
             let bytes = match files.0.get(path) {
                 Some(b) => b.clone(),
                 None => {
-                    let bytes =
-                        crate::trace::read_trace_file(std::path::Path::new(path)).map_err(|e| {
-                            WorkloadError::Invalid(format!("cannot read trace '{path}': {e}"))
+                    use crate::trace::ReadTraceError;
+                    let bytes = crate::trace::read_verified_trace(std::path::Path::new(path))
+                        .map_err(|e| match e {
+                            ReadTraceError::Io(e) => WorkloadError::Invalid(format!(
+                                "cannot read trace '{path}': {e}"
+                            )),
+                            ReadTraceError::Invalid(e) => WorkloadError::Invalid(format!(
+                                "trace '{path}': {e} (record one with `cachesched trace record --out FILE -- CMD`)"
+                            )),
                         })?;
-                    crate::trace::TraceThread::validate(&bytes).map_err(|e| {
-                        WorkloadError::Invalid(format!(
-                            "trace '{path}': {e} (record one with `cachesched trace record --out FILE -- CMD`)"
-                        ))
-                    })?;
                     let b = std::sync::Arc::new(bytes);
                     files.0.insert(path.clone(), b.clone());
                     b

@@ -84,8 +84,14 @@ pub fn is_compressed(prefix: &[u8]) -> bool {
 /// The bytes of the trace file at `path`, decompressed if it is zstd-compressed; a
 /// file that decompresses to more than [`MAX_TRACE_BYTES`] is refused.
 pub fn read_trace_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    read_trace_bytes(std::fs::File::open(path)?)
+}
+
+/// The bytes of the open trace file `f` ([`read_trace_file`]).
+fn read_trace_bytes(mut f: std::fs::File) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let raw = std::fs::read(path)?;
+    let mut raw = Vec::new();
+    f.read_to_end(&mut raw)?;
     if !is_compressed(&raw) {
         return Ok(raw);
     }
@@ -102,6 +108,75 @@ pub fn read_trace_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
         ));
     }
     Ok(out)
+}
+
+/// Trace files this process has verified whole ([`verify`]), by path, with the
+/// identity of the file verified (device, inode, length, modification time).
+static VERIFIED: std::sync::Mutex<Option<std::collections::HashMap<std::path::PathBuf, FileId>>> =
+    std::sync::Mutex::new(None);
+
+/// At most this many files are remembered as verified (then the record starts over).
+const MAX_VERIFIED: usize = 4096;
+
+/// What identifies one version of a file: a new recording is written whole and renamed
+/// into place (a new inode, length and time), so a path with the same identity holds
+/// the bytes verified before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileId {
+    fn of(m: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            modified: m.modified().ok(),
+        }
+    }
+}
+
+/// The bytes of the trace file at `path` ([`read_trace_file`]), checked whole by
+/// [`TraceThread::validate`] the first time this process reads that version of the
+/// file. Building a run reads every trace its threads replay, and a reproduction
+/// builds hundreds: decoding a 200 M-instruction window to its end record took about
+/// a second each time. The identity is taken from the opened file, so a file renamed
+/// into place after the check is checked again; one changed in place keeping its
+/// inode, length and modification time would not be (nothing here writes so).
+pub fn read_verified_trace(path: &std::path::Path) -> Result<Vec<u8>, ReadTraceError> {
+    let f = std::fs::File::open(path).map_err(ReadTraceError::Io)?;
+    let id = FileId::of(&f.metadata().map_err(ReadTraceError::Io)?);
+    let bytes = read_trace_bytes(f).map_err(ReadTraceError::Io)?;
+    let known = {
+        let seen = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+        seen.as_ref().and_then(|m| m.get(path)) == Some(&id)
+    };
+    if !known {
+        TraceThread::validate(&bytes).map_err(ReadTraceError::Invalid)?;
+        let mut seen = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+        let m = seen.get_or_insert_with(Default::default);
+        if m.len() >= MAX_VERIFIED {
+            m.clear();
+        }
+        m.insert(path.to_path_buf(), id);
+    }
+    Ok(bytes)
+}
+
+/// Why [`read_verified_trace`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadTraceError {
+    /// The file could not be opened or read (or decompressed).
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// The bytes are not a whole trace with a data access.
+    #[error("{0}")]
+    Invalid(ReplayError),
 }
 
 /// Opens the trace file at `path` for streaming, decompressing it on the way if it is
@@ -923,6 +998,61 @@ mod tests {
         // a cut compressed file is an error, not a shorter trace
         std::fs::write(&c, &packed[..packed.len() / 2]).unwrap();
         assert!(read_trace_file(&c).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A trace file is checked whole the first time it is read, and again whenever a
+    /// new version is renamed into place; the same version is not decoded again. Fails
+    /// if a damaged file renamed over a verified one is accepted, if a damaged file is
+    /// accepted on its first read, or if the check is repeated for an unchanged file
+    /// (seen by damaging the file in place while keeping its inode, length and time:
+    /// what the identity cannot see, and nothing in this project does).
+    #[test]
+    fn a_trace_is_verified_once_per_version_of_its_file() {
+        let mut w = TraceWriter::new(Vec::new()).unwrap();
+        for _ in 0..100 {
+            for e in events() {
+                w.write(e).unwrap();
+            }
+        }
+        let good = w.finish().unwrap();
+        let mut bad = good.clone();
+        bad[good.len() / 2] ^= 0x40;
+        assert!(TraceThread::validate(&bad).is_err());
+        let dir = std::env::temp_dir().join(format!("cachesched-verified-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (p, q) = (dir.join("t.cst"), dir.join("new.cst"));
+        // damaged on its first read: refused
+        std::fs::write(&p, &bad).unwrap();
+        assert!(matches!(
+            read_verified_trace(&p),
+            Err(ReadTraceError::Invalid(_))
+        ));
+        // a good version renamed into place: read and verified
+        std::fs::write(&q, &good).unwrap();
+        std::fs::rename(&q, &p).unwrap();
+        assert_eq!(read_verified_trace(&p).unwrap(), good);
+        // a damaged version renamed over it: a new file, checked again
+        std::fs::write(&q, &bad).unwrap();
+        std::fs::rename(&q, &p).unwrap();
+        assert!(matches!(
+            read_verified_trace(&p),
+            Err(ReadTraceError::Invalid(_))
+        ));
+        // the verified version again, then damaged in place with its identity kept:
+        // not decoded again, so the damage goes unseen (the second read skipped the check)
+        std::fs::write(&q, &good).unwrap();
+        std::fs::rename(&q, &p).unwrap();
+        assert_eq!(read_verified_trace(&p).unwrap(), good);
+        let when = std::fs::metadata(&p).unwrap().modified().unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        {
+            use std::io::Write;
+            (&f).write_all(&bad).unwrap();
+        }
+        f.set_modified(when).unwrap();
+        drop(f);
+        assert_eq!(read_verified_trace(&p).unwrap(), bad);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
