@@ -965,15 +965,20 @@ mod tests {
         ]
     }
 
-    #[test]
-    fn compressed_files_read_as_the_trace_inside_and_damage_is_refused() {
+    /// A trace of [`events`] written `n` times over.
+    fn events_times(n: usize) -> Vec<u8> {
         let mut w = TraceWriter::new(Vec::new()).unwrap();
-        for _ in 0..1000 {
+        for _ in 0..n {
             for e in events() {
                 w.write(e).unwrap();
             }
         }
-        let raw = w.finish().unwrap();
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn compressed_files_read_as_the_trace_inside_and_damage_is_refused() {
+        let raw = events_times(1000);
         let packed = zstd::encode_all(raw.as_slice(), 9).unwrap();
         assert!(
             packed.len() * 3 < raw.len(),
@@ -1009,40 +1014,31 @@ mod tests {
     /// what the identity cannot see, and nothing in this project does).
     #[test]
     fn a_trace_is_verified_once_per_version_of_its_file() {
-        let mut w = TraceWriter::new(Vec::new()).unwrap();
-        for _ in 0..100 {
-            for e in events() {
-                w.write(e).unwrap();
-            }
-        }
-        let good = w.finish().unwrap();
+        let good = events_times(100);
         let mut bad = good.clone();
         bad[good.len() / 2] ^= 0x40;
         assert!(TraceThread::validate(&bad).is_err());
         let dir = std::env::temp_dir().join(format!("cachesched-verified-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (p, q) = (dir.join("t.cst"), dir.join("new.cst"));
+        // a new version of the file: written apart, then renamed into place
+        let put = |bytes: &[u8]| {
+            std::fs::write(&q, bytes).unwrap();
+            std::fs::rename(&q, &p).unwrap();
+        };
+        let refused = || matches!(read_verified_trace(&p), Err(ReadTraceError::Invalid(_)));
         // damaged on its first read: refused
-        std::fs::write(&p, &bad).unwrap();
-        assert!(matches!(
-            read_verified_trace(&p),
-            Err(ReadTraceError::Invalid(_))
-        ));
-        // a good version renamed into place: read and verified
-        std::fs::write(&q, &good).unwrap();
-        std::fs::rename(&q, &p).unwrap();
+        put(&bad);
+        assert!(refused());
+        // a good version: read and verified
+        put(&good);
         assert_eq!(read_verified_trace(&p).unwrap(), good);
         // a damaged version renamed over it: a new file, checked again
-        std::fs::write(&q, &bad).unwrap();
-        std::fs::rename(&q, &p).unwrap();
-        assert!(matches!(
-            read_verified_trace(&p),
-            Err(ReadTraceError::Invalid(_))
-        ));
+        put(&bad);
+        assert!(refused());
         // the verified version again, then damaged in place with its identity kept:
         // not decoded again, so the damage goes unseen (the second read skipped the check)
-        std::fs::write(&q, &good).unwrap();
-        std::fs::rename(&q, &p).unwrap();
+        put(&good);
         assert_eq!(read_verified_trace(&p).unwrap(), good);
         let when = std::fs::metadata(&p).unwrap().modified().unwrap();
         let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
