@@ -482,7 +482,7 @@ impl Simulation {
                         if *start == TraceStart::Seeded {
                             // over the records only (not a trace's end record)
                             let len = crate::trace::records_end(bytes) as u64;
-                            t.start_at_byte(rng.fork(3000 + idx as u64).below(len.max(1)));
+                            t.start_at_byte_when_run(rng.fork(3000 + idx as u64).below(len.max(1)));
                         }
                         Box::new(t)
                     }
@@ -879,6 +879,9 @@ impl Simulation {
     /// Runs to the configured duration. `progress` is called now and then with the
     /// fraction done; returning false interrupts the run.
     pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<RunResult, SimError> {
+        for th in &mut self.k.threads {
+            th.workload.prepare();
+        }
         self.with_policy(&mut |p, c| p.init(c));
         let mut steps: u64 = 0;
         loop {

@@ -585,6 +585,8 @@ pub struct TraceThread {
     base_cpi: f64,
     /// Times the trace wrapped around.
     pub loops: u64,
+    /// Where to start when the run begins ([`TraceThread::start_at_byte_when_run`]).
+    start: Option<u64>,
 }
 
 /// Shared trace bytes as a `Read`-able buffer.
@@ -612,6 +614,7 @@ impl TraceThread {
             pc: 0,
             base_cpi,
             loops: 0,
+            start: None,
         };
         Ok(t)
     }
@@ -669,6 +672,16 @@ impl TraceThread {
         self.pending = 0;
     }
 
+    /// [`TraceThread::start_at_byte`] when the run begins ([`Workload::prepare`]), not
+    /// now: a simulation built only to check its configuration (a reproduction builds
+    /// one per mix and variant before running any) then does not decode every trace up
+    /// to its threads' start points.
+    ///
+    /// [`Workload::prepare`]: crate::workload::Workload::prepare
+    pub fn start_at_byte_when_run(&mut self, offset: u64) {
+        self.start = Some(offset);
+    }
+
     /// Checks that `bytes` is a whole binary trace ([`verify`]) with at least one data
     /// access.
     pub fn validate(bytes: &[u8]) -> Result<(), ReplayError> {
@@ -681,6 +694,12 @@ impl TraceThread {
 }
 
 impl crate::workload::Workload for TraceThread {
+    fn prepare(&mut self) {
+        if let Some(offset) = self.start.take() {
+            self.start_at_byte(offset);
+        }
+    }
+
     fn next_op(&mut self) -> crate::workload::Op {
         loop {
             let e = match self.reader.next_event() {

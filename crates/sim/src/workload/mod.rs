@@ -43,6 +43,11 @@ pub enum Op {
 
 /// A generator of one thread's operations.
 pub trait Workload: Send {
+    /// Work left until the run begins, done once before the first operation is
+    /// fetched (a trace thread decodes its trace up to its start point); by default
+    /// nothing.
+    fn prepare(&mut self) {}
+
     /// The next operation.
     fn next_op(&mut self) -> Op;
 
