@@ -656,7 +656,7 @@ impl TraceThread {
     /// need them) but not replayed; the first replayed access has the PC of the last
     /// instruction before it and no gap. An offset past the end starts at the
     /// beginning.
-    pub fn start_at_byte(&mut self, offset: u64) {
+    fn start_at_byte(&mut self, offset: u64) {
         while self.reader.byte_offset() < offset {
             match self.reader.next_event() {
                 Ok(Some(e)) => {
@@ -672,8 +672,9 @@ impl TraceThread {
         self.pending = 0;
     }
 
-    /// [`TraceThread::start_at_byte`] when the run begins ([`Workload::prepare`]), not
-    /// now: a simulation built only to check its configuration (a reproduction builds
+    /// Starts the replay at the first record at or after byte `offset` (the events
+    /// before it decoded, not replayed; past the end, at the beginning) when the run
+    /// begins ([`Workload::prepare`]), not now: a simulation built only to check its configuration (a reproduction builds
     /// one per mix and variant before running any) then does not decode every trace up
     /// to its threads' start points.
     ///

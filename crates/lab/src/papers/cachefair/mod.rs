@@ -163,11 +163,7 @@ pub fn analysis(sc: &Scenario, done: &[MixRuns], out: &Path) -> Result<String> {
     let mut per_seed = per_seed_header(sc);
     // Figure 4: the cache-fair variant's estimates against a partitioned baseline's
     let fig4 = (
-        sc.variants.iter().position(|v| {
-            v.policies
-                .iter()
-                .any(|p| matches!(p, PolicySpec::Cachefair(_)))
-        }),
+        (0..nv).position(|v| runs_cachefair(sc, v)),
         sc.variants
             .iter()
             .position(|v| v.partition.is_some() && v.policies.is_empty()),
@@ -521,6 +517,16 @@ fn runs_cachefair(sc: &Scenario, v: usize) -> bool {
         .any(|p| matches!(p, PolicySpec::Cachefair(_)))
 }
 
+/// The per-seed table's columns for variant `v` of `sc`: start and segment, and six
+/// more for a variant running cache-fair ([`per_seed_header`] names them).
+fn per_seed_columns(sc: &Scenario, v: usize) -> usize {
+    if runs_cachefair(sc, v) {
+        8
+    } else {
+        2
+    }
+}
+
 /// The per-seed table's title, explanation and header row.
 fn per_seed_header(sc: &Scenario) -> String {
     let mut md = format!(
@@ -535,10 +541,8 @@ fn per_seed_header(sc: &Scenario) -> String {
          change seen, as a fraction of the reference (`max_phase_drift`).\n\n| mix | seed |",
         sc.name
     );
-    let mut cols = 0;
     for (v, variant) in sc.variants.iter().enumerate() {
         let _ = write!(md, " {0}: start | {0}: segment |", variant.label);
-        cols += 2;
         if runs_cachefair(sc, v) {
             let _ = write!(
                 md,
@@ -546,9 +550,11 @@ fn per_seed_header(sc: &Scenario) -> String {
                  changes | {0}: largest change |",
                 variant.label
             );
-            cols += 6;
         }
     }
+    let cols: usize = (0..sc.variants.len())
+        .map(|v| per_seed_columns(sc, v))
+        .sum();
     md += "\n|---|---|";
     md += &"---|".repeat(cols);
     md += "\n";
@@ -609,7 +615,7 @@ fn per_seed_rows(
             }
             cells.insert(j.seed, c);
         }
-        by_variant.push((if cf { 8 } else { 2 }, cells));
+        by_variant.push((per_seed_columns(sc, v), cells));
     }
     let seeds: std::collections::BTreeSet<u64> = by_variant
         .iter()
