@@ -332,7 +332,7 @@ pub const SUITE: &[Program] = &[
     Program {
         name: "minisat",
         package: "minisat",
-        what: "MiniSat 2.2 (the timeslice paper's SAT solver) proving two 500-bit adders equivalent, a Tseitin-encoded miter (hardware verification, the kind of structured instance SAT contests' application tracks hold; random 3-SAT of 225 variables before 2026-12-07)",
+        what: "MiniSat 2.2 (for the timeslice paper's SATSolver, Glucose 2.1 by its ref. [18], a MiniSat derivative) proving two 500-bit adders equivalent, a Tseitin-encoded miter (the SAT Competition 2002's cmpadd family; random 3-SAT of 225 variables before 2026-12-07)",
         command: &["minisat", "-verb=0", "{dir}/adders.cnf"],
         // `cachesched real phases minisat` (2026-12-07): 2,200 M retired instructions in all; window at 880 M, distance 0.254
         window: Window { skip: 880 * M, length: 200 * M },

@@ -69,18 +69,19 @@ fn put(path: &Path, text: &[u8]) -> Result<()> {
 /// ending in a proof, its learnt clauses growing beside the original clauses.
 ///
 /// Why this and not random 3-SAT (the suite's input before 2026-12-07): the timeslice
-/// paper's SATSolver ran "an input set from a SAT contest" (§4, its ref. [18], Glucose
-/// 2.1 at SAT Challenge 2012). Contest application instances are mostly structured,
-/// many from hardware verification (miters of equivalent circuits among them), with
-/// clause databases of megabytes, while the 225-variable random 3-SAT was solved
-/// within the L2 (docs/workloads.md) in 320 M instructions. No contest instance is
-/// packaged, so the suite generates one of that family. The rule written before
-/// (docs/workloads.md, 2026-12-06): a structured instance whose clauses and learnts
-/// exceed a few MB. Sized, before any run of a policy on it, as the largest multiple
-/// of 100 bits whose whole run stays under 3 G instructions (the recording budget):
-/// 400 bits ran 1.48 G, 500 bits 2.20 G and 600 bits 3.51 G; MiniSat's resident set
-/// at 500 bits is 7.0 MB against 3.7 MB for the tiny random instance (MiniSat 2.2,
-/// valgrind exp-bbv and GNU time, 2026-12-07).
+/// paper's SATSolver ran "an input set from a SAT contest" (§4; its ref. \[18\] is the
+/// system description of Glucose 2.1, a MiniSat derivative, at POS'12 beside SAT
+/// 2012), while the 225-variable random 3-SAT was solved within the L2
+/// (docs/workloads.md) in 320 M instructions. No contest instance is packaged, so the
+/// suite generates one of a contest's own families: Armin Biere's cmpadd instances of
+/// the SAT Competition 2002's industrial category compare a ripple-carry adder with a
+/// propagate-and-generate one. The rule written before (docs/workloads.md,
+/// 2026-12-06): a structured instance whose clauses and learnts exceed a few MB.
+/// Sized, before any run of a policy on it, as the largest multiple of 100 bits whose
+/// whole run stays under 3 G instructions (the suite sizes runs to one to three
+/// billion): 400 bits ran 1.48 G, 500 bits 2.20 G and 600 bits 3.51 G; MiniSat's
+/// maximum resident set at 500 bits is 6,940 KiB against 3,756 KiB on the random
+/// instance (MiniSat 2.2, valgrind exp-bbv and GNU time, 2026-12-07).
 fn write_adder_miter(path: &Path) -> Result<()> {
     let text = format!(
         "c equivalence of two 500-bit adders (a miter), cachesched cnf-miter-v1\n{}",
