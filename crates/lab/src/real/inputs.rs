@@ -110,7 +110,7 @@ fn adder_miter(n: usize) -> (String, Vec<i64>, Vec<i64>) {
         ripple.push(sum);
         carry = Some(out);
     }
-    let mut lookahead = Vec::with_capacity(n);
+    let mut gen_prop = Vec::with_capacity(n);
     let mut carry = None;
     for (&x, &y) in a.iter().zip(&b) {
         let generate = c.and(y, x);
@@ -124,12 +124,12 @@ fn adder_miter(n: usize) -> (String, Vec<i64>, Vec<i64>) {
                 (sum, c.or(generate, through))
             }
         };
-        lookahead.push(sum);
+        gen_prop.push(sum);
         carry = Some(out);
     }
     let differ: Vec<i64> = ripple
         .iter()
-        .zip(&lookahead)
+        .zip(&gen_prop)
         .map(|(&x, &y)| c.xor(x, y))
         .collect();
     c.clauses.push(differ);
@@ -140,7 +140,7 @@ fn adder_miter(n: usize) -> (String, Vec<i64>, Vec<i64>) {
         }
         s.push_str("0\n");
     }
-    (s, ripple, lookahead)
+    (s, ripple, gen_prop)
 }
 
 /// A circuit being Tseitin-encoded: its variable count and clauses (DIMACS literals).
@@ -694,14 +694,14 @@ mod tests {
     #[test]
     fn both_adders_sum_and_the_miter_has_no_model() {
         let n = 4;
-        let (cnf, ripple, lookahead) = adder_miter(n);
+        let (cnf, ripple, gen_prop) = adder_miter(n);
         let all = clauses(&cnf);
         let (circuit, miter) = all.split_at(all.len() - 1);
         for a in 0..16u64 {
             for b in 0..16u64 {
                 let val = propagate(circuit, n, a, b).expect("the adders alone hold");
                 let sum = (a + b) % 16;
-                for (bit, (r, l)) in ripple.iter().zip(&lookahead).enumerate() {
+                for (bit, (r, l)) in ripple.iter().zip(&gen_prop).enumerate() {
                     let want = sum >> bit & 1 == 1;
                     assert_eq!((val[r], val[l]), (want, want), "{a} + {b}, bit {bit}");
                 }
