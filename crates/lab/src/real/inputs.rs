@@ -133,14 +133,7 @@ fn adder_miter(n: usize) -> (String, Vec<i64>, Vec<i64>) {
         .map(|(&x, &y)| c.xor(x, y))
         .collect();
     c.clauses.push(differ);
-    let mut s = format!("p cnf {} {}\n", c.vars, c.clauses.len());
-    for clause in &c.clauses {
-        for l in clause {
-            let _ = write!(s, "{l} ");
-        }
-        s.push_str("0\n");
-    }
-    (s, ripple, gen_prop)
+    (c.dimacs(), ripple, gen_prop)
 }
 
 /// A circuit being Tseitin-encoded: its variable count and clauses (DIMACS literals).
@@ -153,6 +146,18 @@ struct Circuit {
 }
 
 impl Circuit {
+    /// The clauses in DIMACS form, after the problem line.
+    fn dimacs(&self) -> String {
+        let mut s = format!("p cnf {} {}\n", self.vars, self.clauses.len());
+        for clause in &self.clauses {
+            for l in clause {
+                let _ = write!(s, "{l} ");
+            }
+            s.push_str("0\n");
+        }
+        s
+    }
+
     /// A fresh variable.
     fn var(&mut self) -> i64 {
         self.vars += 1;
