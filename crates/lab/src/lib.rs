@@ -43,6 +43,7 @@ pub mod seeds;
 pub mod slurm;
 pub mod stats;
 pub mod svg;
+pub mod tracer;
 pub mod traces;
 
 pub use error::{Error, Result};

@@ -12,7 +12,7 @@
 //! cache), so that concurrent runs wanting one missing trace record it once.
 
 use crate::error::{invalid, Error, Result, ResultExt};
-use crate::traces::{record_window, Counting, Traced, Window};
+use crate::traces::{record_window_with, Counting, Traced, Window};
 use cachesched_core::SimRng;
 use cachesched_sim::ThreadGroup;
 use serde::Serialize;
@@ -45,6 +45,10 @@ const TEXT: (&str, usize) = ("text.txt", 4 << 20);
 
 /// Millions of instructions.
 pub const M: u64 = 1_000_000;
+
+/// Millions of a window's instructions recorded per second under cstrace (its events
+/// printed, read and written compressed), for the estimate a recording prints.
+const RECORD_WINDOW_RATE: u64 = 5;
 
 /// One program of the suite.
 #[derive(Debug, Clone, Copy)]
@@ -751,6 +755,9 @@ struct Recorded<'a> {
     bytes: u64,
     file_bytes: u64,
     record_seconds: f64,
+    /// The tool that wrote the trace: `lackey`, or `cstrace 1` (the same events,
+    /// the skip counted instead of printed: [`crate::tracer`]).
+    tracer: &'static str,
 }
 
 /// The installed version of a Debian package ("unknown" if dpkg cannot say).
@@ -896,18 +903,27 @@ fn record_locked(p: &Program, dir: &Path) -> Result<PathBuf> {
     // the process id keeps two recordings of one program from writing one file
     let tmp = out.with_file_name(format!("{stem}.partial-{}.{ext}", std::process::id()));
     remove_orphans(dir, stem);
+    let tracer = crate::tracer::Tracer::from_env()?.resolve()?;
     eprintln!(
-        "recording real:{} ({} M instructions after {} M; under valgrind, about {} s) -> {}",
+        "recording real:{} ({} M instructions after {} M; under valgrind's {}, about {} s) -> {}",
         p.name,
         p.window.length / M,
         p.window.skip / M,
-        // lackey and the conversion run 0.7-1.4 M instructions per second here
-        (p.window.skip + p.window.length) * 10 / (8 * M),
+        tracer.name(),
+        match tracer {
+            // lackey and the conversion run 0.7-1.4 M instructions per second here
+            crate::tracer::Resolved::Lackey => (p.window.skip + p.window.length) * 10 / (8 * M),
+            // cstrace skips at 300-600 M a second; the window's conversion is measured
+            // in the tool's module
+            crate::tracer::Resolved::Fast(_) =>
+                p.window.skip / (300 * M) + p.window.length / (RECORD_WINDOW_RATE * M),
+        },
         out.display()
     );
     let t0 = Instant::now();
     let mut progress = crate::traces::Progress::new(format!("real:{}", p.name), p.window);
-    let rec = record_window(
+    let rec = record_window_with(
+        &tracer,
         &p.traced(&cmd, stdin.as_deref()),
         &tmp,
         p.window,
@@ -937,6 +953,7 @@ fn record_locked(p: &Program, dir: &Path) -> Result<PathBuf> {
         bytes: rec.bytes,
         file_bytes: rec.file_bytes,
         record_seconds: (secs * 10.0).round() / 10.0,
+        tracer: tracer.name(),
     };
     let json = serde_json::to_string_pretty(&meta)?;
     crate::files::write_file(&out.with_extension("json"), &(json + "\n"))?;

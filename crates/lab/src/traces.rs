@@ -3,6 +3,7 @@
 //! replayed through cachegrind's cache rules ([`replay_file`]).
 
 use crate::error::{Error, Result, ResultExt};
+use crate::tracer::{Resolved, Tracer};
 use cachesched_sim::trace::replay::{parse_cg_cache, CgSim, LackeyReader, TraceEvent};
 use cachesched_sim::trace::{
     is_binary_trace, is_compressed, read_trace_file, replay_binary, replay_binary_slice, verify,
@@ -74,24 +75,21 @@ pub fn spawn_lackey(
     env: &[(&str, &str)],
     stdin: Option<&Path>,
 ) -> Result<(Child, std::fs::File)> {
-    let mut c = Command::new("valgrind");
-    c.args(["-q", "--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
-        .args(cmd)
-        .envs(env.iter().copied())
-        .stdin(stdin_of(stdin)?)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cachesched_linux::process::spawn_with_fd3_pipe(&mut c).map_err(|source| Error::Spawn {
-        what: "cannot run valgrind: install it (e.g. `apt-get install valgrind`)".into(),
-        source,
-    })
+    let t = Traced {
+        cmd,
+        env,
+        stdin,
+        exit_codes: &[0],
+    };
+    Resolved::Lackey.spawn(&t, 0, Counting::Events)
 }
 
-/// Streams the events of lackey running `cmd` (with `env` added to its environment,
-/// `stdin` as its standard input) into `f`, until the command ends or `f` answers `false` (then the command is killed:
-/// a window of its run is all that was wanted).
+/// Streams the events of `t`'s command (lackey's, from the tracer
+/// [`Tracer::from_env`] names) into `f`, until the command ends or `f` answers `false`
+/// (then the command is killed: a window of its run is all that was wanted).
 pub fn trace_command(t: &Traced<'_>, mut f: impl FnMut(TraceEvent) -> Result<bool>) -> Result<()> {
-    with_lackey(t, |reader| {
+    let tracer = Tracer::from_env()?.resolve()?;
+    with_tracer(&tracer, t, 0, Counting::Events, |reader| {
         while let Some(ev) = reader.next_event()? {
             if !f(ev)? {
                 return Ok(false);
@@ -101,7 +99,7 @@ pub fn trace_command(t: &Traced<'_>, mut f: impl FnMut(TraceEvent) -> Result<boo
     })
 }
 
-/// Lackey's output as [`with_lackey`] hands it over.
+/// Lackey's output as [`with_tracer`] hands it over.
 type LackeyLog = LackeyReader<BufReader<Batched<std::fs::File>>>;
 
 /// A pipe's read end read in batches: a read that returns less than [`Batched::LOW`]
@@ -139,11 +137,19 @@ impl<R: std::io::Read> std::io::Read for Batched<R> {
     }
 }
 
-/// Runs `cmd` under lackey ([`spawn_lackey`]) and hands its output to `read`, which
-/// answers whether it read to the end (`false`: it wanted no more, and the command is
-/// killed); a command that was read to its end must have succeeded.
-fn with_lackey(t: &Traced<'_>, read: impl FnOnce(&mut LackeyLog) -> Result<bool>) -> Result<()> {
-    let (mut child, log) = spawn_lackey(t.cmd, t.env, t.stdin)?;
+/// Runs `t`'s command under `tracer` ([`Resolved::spawn`]: lackey's output from the
+/// instruction after the first `skip`, counted as `counting` says, where the tracer
+/// skips; from the start under lackey) and hands the output to `read`, which answers
+/// whether it read to the end (`false`: it wanted no more, and the command is killed);
+/// a command that was read to its end must have succeeded.
+fn with_tracer(
+    tracer: &Resolved,
+    t: &Traced<'_>,
+    skip: u64,
+    counting: Counting,
+    read: impl FnOnce(&mut LackeyLog) -> Result<bool>,
+) -> Result<()> {
+    let (mut child, log) = tracer.spawn(t, skip, counting)?;
     let mut reader = LackeyReader::new(BufReader::with_capacity(1 << 20, Batched::new(log)));
     let res = read(&mut reader);
     if !matches!(res, Ok(true)) {
@@ -227,6 +233,8 @@ pub const ZSTD_LEVEL: i32 = 9;
 /// interrupted recording leaves no half-written trace behind. `progress` is called with
 /// the instructions counted so far (skipped ones included) every 2^20 instruction
 /// events ([`Progress`] prints them).
+/// The tracer is the one [`Tracer::from_env`] names ([`record_window_with`] takes
+/// one).
 pub fn record_window(
     t: &Traced<'_>,
     out: &Path,
@@ -234,8 +242,22 @@ pub fn record_window(
     counting: Counting,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Recording> {
+    let tracer = Tracer::from_env()?.resolve()?;
+    record_window_with(&tracer, t, out, window, counting, progress)
+}
+
+/// [`record_window`] with `tracer`. Whichever it is, the trace holds the same events:
+/// cstrace skips the window's start itself and prints what lackey prints from there.
+pub fn record_window_with(
+    tracer: &Resolved,
+    t: &Traced<'_>,
+    out: &Path,
+    window: Window,
+    counting: Counting,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Recording> {
     let compress = out.extension().is_some_and(|e| e == "zst");
-    record_into(t, out, window, counting, compress, progress).inspect_err(|_| {
+    record_into(tracer, t, out, window, counting, compress, progress).inspect_err(|_| {
         let _ = std::fs::remove_file(out);
     })
 }
@@ -359,6 +381,7 @@ impl Sink {
 
 /// [`record_window`]'s work, leaving the file as it is on error.
 fn record_into(
+    tracer: &Resolved,
     t: &Traced<'_>,
     out: &Path,
     window: Window,
@@ -384,11 +407,41 @@ fn record_into(
     // Ctrl-C or SIGTERM: stop the traced command too, not only ourselves
     let interrupted = || stop.load(std::sync::atomic::Ordering::Relaxed);
     let mut copied = Copied::default();
-    with_lackey(t, |reader| {
-        let (to_end, c) = copy_window(reader, &mut w, window, counting, progress, &interrupted)?;
+    // a tracer that skips prints from the window's first instruction: what is left to
+    // count is the window, and the progress adds the skip
+    let (tool_skip, left) = if tracer.skips() {
+        (
+            window.skip,
+            Window {
+                skip: 0,
+                length: window.length,
+            },
+        )
+    } else {
+        (0, window)
+    };
+    let mut progress_all = |n: u64| progress(n.saturating_add(tool_skip));
+    with_tracer(tracer, t, tool_skip, counting, |reader| {
+        let (to_end, c) = copy_window(
+            reader,
+            &mut w,
+            left,
+            counting,
+            &mut progress_all,
+            &interrupted,
+        )?;
         copied = c;
         Ok(to_end)
     })?;
+    if tool_skip > 0 && copied.counted == 0 {
+        return Err(Error::Tool(format!(
+            "'{}' ended before the {} instructions to skip ({} printed nothing)",
+            t.cmd.join(" "),
+            window.skip,
+            tracer.name()
+        )));
+    }
+    copied.counted = copied.counted.saturating_add(tool_skip);
     if copied.counted <= window.skip {
         return Err(Error::Tool(format!(
             "'{}' ended after {} instructions, before the {} to skip",

@@ -1,8 +1,9 @@
 //! `cachesched replay` and `cachesched trace record`.
 
 use anyhow::{bail, Result};
+use cachesched_lab::tracer::Tracer;
 use cachesched_lab::traces::{
-    record_window, replay_file, trace_command, CacheSpecs, Counting, Progress, Recording, Traced,
+    record_window_with, replay_file, trace_command, CacheSpecs, Counting, Progress, Recording, Traced,
     Window,
 };
 use clap::{Args, Subcommand};
@@ -83,6 +84,12 @@ pub struct RecordArgs {
     /// Instructions to record, then stop the command (default: the whole run).
     #[arg(long, value_name = "N")]
     pub instructions: Option<u64>,
+    /// The Valgrind tool that records: `fast` (cstrace, built on first use: it counts
+    /// the skipped instructions instead of printing them and writes what lackey
+    /// writes), `lackey`, or `auto` (cstrace where it builds, else lackey). Default:
+    /// `$CACHESCHED_TRACER`, else auto.
+    #[arg(long, value_name = "auto|fast|lackey")]
+    pub tracer: Option<cachesched_lab::tracer::Tracer>,
     /// The command to trace (its standard output and errors go to /dev/null).
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -124,7 +131,13 @@ pub fn record(a: &RecordArgs) -> Result<Recording> {
         length: a.instructions.unwrap_or(u64::MAX),
     };
     let mut progress = Progress::new(a.out.display().to_string(), window);
-    Ok(record_window(
+    let tracer = match a.tracer {
+        Some(t) => t,
+        None => Tracer::from_env()?,
+    }
+    .resolve()?;
+    Ok(record_window_with(
+        &tracer,
         &Traced::plain(&a.command),
         &a.out,
         window,
