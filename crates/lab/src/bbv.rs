@@ -9,7 +9,8 @@
 //! clustering: among the windows of the wanted length that start at a multiple of the
 //! interval, take the one whose vector, normalised to sum 1, is nearest to the whole
 //! run's in Manhattan distance (SimPoint's metric); ties go to the earliest, which is
-//! the cheapest to record (lackey has no fast-forward). The window is in retired
+//! the cheapest to record (lackey prints the skipped instructions too; cstrace,
+//! [`crate::tracer`], counts them). The window is in retired
 //! instructions, as exp-bbv counts them ([`crate::traces::Counting::Retired`]).
 //!
 //! exp-bbv writes each thread's vectors apart, without a common clock, while a

@@ -153,7 +153,10 @@ impl Resolved {
                 c
             }
         };
+        // the choice of tracer is the recorder's, not the program's: a variable more
+        // or less in its environment would move its stack, and every address on it
         c.args(t.cmd)
+            .env_remove("CACHESCHED_TRACER")
             .envs(t.env.iter().copied())
             .stdin(stdin_of(t.stdin)?)
             .stdout(Stdio::null())

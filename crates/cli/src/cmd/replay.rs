@@ -3,8 +3,8 @@
 use anyhow::{bail, Result};
 use cachesched_lab::tracer::Tracer;
 use cachesched_lab::traces::{
-    record_window_with, replay_file, trace_command, CacheSpecs, Counting, Progress, Recording, Traced,
-    Window,
+    record_window_with, replay_file, trace_command, CacheSpecs, Counting, Progress, Recording,
+    Traced, Window,
 };
 use clap::{Args, Subcommand};
 use std::io::Write;
