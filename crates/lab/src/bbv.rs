@@ -149,6 +149,9 @@ impl Vectors {
                 .arg(format!("--interval-size={interval}"))
                 .arg(format!("--bb-out-file={}", out.display()))
                 .args(t.cmd)
+                // as a recording runs it (crate::tracer): the recorder's choice of
+                // tool is no part of the program's environment
+                .env_remove("CACHESCHED_TRACER")
                 .envs(t.env.iter().copied())
                 .stdin(crate::traces::stdin_of(t.stdin)?),
         )?;

@@ -49,7 +49,7 @@ pub const M: u64 = 1_000_000;
 /// Millions of a window's instructions recorded per second under cstrace (its events
 /// printed, read and written compressed), for the estimate a recording prints: about 10
 /// for minisat's window and 7 for povray's (2026-12-07, this 2-core VM).
-const RECORD_WINDOW_RATE: u64 = 7;
+pub const RECORD_WINDOW_RATE: u64 = 7;
 
 /// One program of the suite.
 #[derive(Debug, Clone, Copy)]

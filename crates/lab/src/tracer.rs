@@ -22,7 +22,7 @@
 //! `valgrind.bin`), and the core, told where the real launcher is
 //! (`VALGRIND_LAUNCHER`), preloads what lackey's runs preload from where they preload
 //! it. The traced program's stack, and every address in its trace, are then those of a
-//! lackey run (checked by `crates/lab/tests/tracer.rs`).
+//! lackey run (checked by this module's test).
 //!
 //! Where the tool cannot be built (no C compiler, no Valgrind core libraries, another
 //! architecture), [`Tracer::Auto`] falls back to lackey with a line saying why.
@@ -204,14 +204,18 @@ impl FastTool {
     /// it).
     pub fn get() -> Result<&'static FastTool> {
         static TOOL: OnceLock<std::result::Result<FastTool, String>> = OnceLock::new();
-        TOOL.get_or_init(|| FastTool::build().map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(|e| Error::Tool(format!("cstrace is not available: {e}")))
+        TOOL.get_or_init(|| {
+            crate::caches::user_cache_dir("CACHESCHED_TOOLS", "tools")
+                .and_then(|root| FastTool::build_in(&root))
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Tool(format!("cstrace is not available: {e}")))
     }
 
-    /// Finds Valgrind's pieces and builds the tool into the tool cache, unless it is
-    /// there already.
-    fn build() -> Result<FastTool> {
+    /// Finds Valgrind's pieces and builds the tool under `root` (the tool cache),
+    /// unless a finished build of the same source, flags and Valgrind is there.
+    pub fn build_in(root: &Path) -> Result<FastTool> {
         if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
             return Err(Error::Tool("it is built for x86-64 Linux only".into()));
         }
@@ -248,15 +252,30 @@ impl FastTool {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
             .unwrap_or_default();
+        // the core library's size and time too: a rebuilt package may keep its version
+        let core = lib.join("libcoregrind-amd64-linux.a");
+        let stamp = std::fs::metadata(&core)
+            .map(|m| format!("{} {:?}", m.len(), m.modified().ok()))
+            .unwrap_or_default();
         let key = fnv1a(
             format!(
-                "{SOURCE}\n{version}\n{}\n{}\n{wrapper}",
+                "{SOURCE}\n{version}\n{}\n{}\n{stamp}\n{wrapper}\n{CFLAGS:?}\n{LDFLAGS:?}",
                 valgrind.display(),
                 lib.display()
             )
             .as_bytes(),
         );
-        let root = crate::caches::user_cache_dir("CACHESCHED_TOOLS", "tools")?;
+        if wrapper
+            && root
+                .to_string_lossy()
+                .contains(|c: char| c.is_whitespace() || "'\"\\$`*?[]".contains(c))
+        {
+            // Debian's script runs `exec $0.bin` unquoted
+            return Err(Error::Tool(format!(
+                "the tool cache's path {} has a space or a shell character, which Debian's valgrind script cannot start a tool from (set CACHESCHED_TOOLS to another directory)",
+                root.display()
+            )));
+        }
         let dir = root.join(format!("cstrace-{key:016x}"));
         let tool = FastTool {
             run: dir.join(if wrapper { "valgrind" } else { "valgrind.bin" }),
@@ -266,11 +285,20 @@ impl FastTool {
                 valgrind.clone()
             },
         };
-        if dir.join("valgrind.bin").is_file() {
+        // a finished build has its stamp, written last
+        if dir.join(BUILT).is_file() {
             return Ok(tool);
         }
-        std::fs::create_dir_all(&root).map_err(Error::io("cannot create the tool cache", &root))?;
-        let tmp = root.join(format!("cstrace-{key:016x}.partial-{}", std::process::id()));
+        std::fs::create_dir_all(root).map_err(Error::io("cannot create the tool cache", root))?;
+        remove_stale_builds(root);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let tmp = root.join(format!(
+            "cstrace-{key:016x}.partial-{}-{nanos}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).map_err(Error::io("cannot create", &tmp))?;
         let built = compile(&tmp, lib, include).and_then(|()| {
@@ -278,16 +306,24 @@ impl FastTool {
                 std::os::unix::fs::symlink(&valgrind, tmp.join("valgrind"))
                     .map_err(Error::io("cannot link valgrind's script into", &tmp))?;
             }
-            Ok(())
+            let bin = tmp.join("valgrind.bin");
+            std::fs::File::open(&bin)
+                .and_then(|f| f.sync_all())
+                .map_err(Error::io("cannot sync", &bin))?;
+            crate::files::write_file(&tmp.join(BUILT), "cstrace 1\n")
         });
         if let Err(e) = built {
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(e);
         }
-        // another process may have built it meanwhile: either copy is the same
+        // another process may have built it meanwhile: either copy is the same; a
+        // directory left without its stamp (a build stopped before it) is replaced
+        if dir.exists() && !dir.join(BUILT).is_file() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
         if std::fs::rename(&tmp, &dir).is_err() {
             let _ = std::fs::remove_dir_all(&tmp);
-            if !dir.join("valgrind.bin").is_file() {
+            if !dir.join(BUILT).is_file() {
                 return Err(Error::Tool(format!(
                     "cannot move the built tool to {}",
                     dir.display()
@@ -298,8 +334,59 @@ impl FastTool {
     }
 }
 
-/// Compiles and links the tool in `dir` as `valgrind.bin`, as Valgrind's own build
-/// links its tools (amd64-linux: static, no start files, text at 0x58000000).
+/// The file a finished build writes last.
+const BUILT: &str = "built";
+
+/// The compiler's flags for the tool, as Valgrind's build gives them for amd64-linux.
+const CFLAGS: &[&str] = &[
+    "-m64",
+    "-O2",
+    "-fno-strict-aliasing",
+    "-fno-builtin",
+    "-fno-stack-protector",
+    "-fno-pie",
+    "-DVGA_amd64=1",
+    "-DVGO_linux=1",
+    "-DVGP_amd64_linux=1",
+    "-DVGPV_amd64_linux_vanilla=1",
+    "-c",
+];
+
+/// The linker's, as Valgrind links its tools: static, no start files, text at
+/// 0x58000000.
+const LDFLAGS: &[&str] = &[
+    "-m64",
+    "-static",
+    "-nodefaultlibs",
+    "-nostartfiles",
+    "-u",
+    "_start",
+    "-no-pie",
+    "-Wl,--build-id=none",
+    "-Wl,-Ttext-segment=0x58000000",
+    "-o",
+];
+
+/// Removes builds under `root` left by processes stopped before they finished (a
+/// `.partial-` directory older than an hour).
+fn remove_stale_builds(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 3600);
+        if old && e.file_name().to_string_lossy().contains(".partial-") {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Compiles and links the tool in `dir` as `valgrind.bin` ([`CFLAGS`], [`LDFLAGS`]).
 fn compile(dir: &Path, lib: &Path, include: &Path) -> Result<()> {
     let src = dir.join("cstrace.c");
     crate::files::write_file(&src, SOURCE)?;
@@ -325,40 +412,11 @@ fn compile(dir: &Path, lib: &Path, include: &Path) -> Result<()> {
         Ok(())
     };
     let os = |s: &str| std::ffi::OsString::from(s);
-    let mut cflags: Vec<std::ffi::OsString> = [
-        "-m64",
-        "-O2",
-        "-fno-strict-aliasing",
-        "-fno-builtin",
-        "-fno-stack-protector",
-        "-fno-pie",
-        "-DVGA_amd64=1",
-        "-DVGO_linux=1",
-        "-DVGP_amd64_linux=1",
-        "-DVGPV_amd64_linux_vanilla=1",
-        "-c",
-    ]
-    .iter()
-    .map(|s| os(s))
-    .collect();
+    let mut cflags: Vec<std::ffi::OsString> = CFLAGS.iter().map(|s| os(s)).collect();
     cflags.push(format!("-I{}", include.display()).into());
     cflags.extend([src.into_os_string(), os("-o"), obj.clone().into_os_string()]);
     run(cflags, "compiling cstrace")?;
-    let mut ldflags: Vec<std::ffi::OsString> = [
-        "-m64",
-        "-static",
-        "-nodefaultlibs",
-        "-nostartfiles",
-        "-u",
-        "_start",
-        "-no-pie",
-        "-Wl,--build-id=none",
-        "-Wl,-Ttext-segment=0x58000000",
-        "-o",
-    ]
-    .iter()
-    .map(|s| os(s))
-    .collect();
+    let mut ldflags: Vec<std::ffi::OsString> = LDFLAGS.iter().map(|s| os(s)).collect();
     ldflags.push(dir.join("valgrind.bin").into_os_string());
     ldflags.push(obj.into_os_string());
     ldflags.push(lib.join("libcoregrind-amd64-linux.a").into_os_string());
@@ -387,18 +445,44 @@ mod tests {
     /// kernel gives each process, so two runs differ) copying and clearing blocks
     /// with `rep movsb` and `rep stosb` (each iteration an instruction event of lackey's
     /// at one address, a retired instruction once), a zero-count `rep stosb` (one
-    /// event, no access), and read-modify-write increments (lackey's `M` lines).
+    /// event, no access), increments of memory by one instruction (lackey's `M`
+    /// lines) and a locked exchange-and-add (a compare-and-swap in Valgrind's IR), and
+    /// a store that faults in every iteration, after five stores in the same
+    /// superblock, into a page its handler then unprotects: lackey loses the pending
+    /// events of a superblock a fault leaves, and so must cstrace.
     const PROGRAM: &str = r#"
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
 static char a[1 << 16], b[1 << 16];
+static char *page;
 volatile long sink;
+static void on_segv(int s, siginfo_t *si, void *u) {
+    (void)s; (void)si; (void)u;
+    mprotect(page, 4096, PROT_READ | PROT_WRITE);
+}
 int main(void) {
-    long s = 0;
+    long s = 0, x = 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, 0);
+    page = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     for (int r = 0; r < 60; r++) {
         void *d = a; const void *src = b; unsigned long n = 300 + r * 37;
         __asm__ volatile("rep movsb" : "+D"(d), "+S"(src), "+c"(n) :: "memory");
         d = b; n = 200 + r;
         __asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(r) : "memory");
-        for (int i = 0; i < 8192; i += 64) { a[i]++; s += a[i] ^ b[i]; }
+        for (int i = 0; i < 8192; i += 64) {
+            __asm__ volatile("addb $1, %0" : "+m"(a[i]));
+            s += a[i] ^ b[i];
+        }
+        __asm__ volatile("lock xaddq %0, %1" : "+r"(x), "+m"(sink));
+        mprotect(page, 4096, PROT_READ);
+        __asm__ volatile("movb %%al, (%1)\n\tmovb %%al, 64(%1)\n\tmovb %%al, 128(%1)\n\t"
+                         "movb %%al, 192(%1)\n\tmovb %%al, 256(%1)\n\tmovb %%al, (%2)"
+                         :: "a"(r), "r"(b), "r"(page) : "memory");
         n = 0; d = a;
         __asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(r) : "memory");
     }
@@ -425,18 +509,19 @@ int main(void) {
     /// instruction on, for windows placed in either count, one of them starting on a
     /// `rep` instruction's first iteration. Fails if cstrace prints any line lackey
     /// does not (an event's kind, address or size, a load and store merged where lackey
-    /// keeps them apart or the reverse), counts one instruction more or fewer before
-    /// the window (a `rep` iteration counted as retired, or not), or runs the program
-    /// with another environment (the stack's addresses move).
+    /// keeps them apart or the reverse, events of a superblock a fault left),
+    /// counts one instruction more or fewer before the window (a `rep` iteration
+    /// counted as retired, or not; the instructions a fault's superblock lost), or
+    /// runs the program with another environment (the stack's addresses move).
     #[test]
     fn cstrace_records_what_lackey_records() {
-        let fast = Resolved::Fast(
-            FastTool::get()
-                .expect("cstrace must build here (valgrind, its core libraries and cc)")
-                .clone(),
-        );
         let d = std::env::temp_dir().join(format!("cachesched-cstrace-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
+        // built here, not in the user's tool cache
+        let fast = Resolved::Fast(
+            FastTool::build_in(&d.join("tools"))
+                .expect("cstrace must build here (valgrind, its core libraries and cc)"),
+        );
         let exe = compile(&d);
         let cmd = vec![exe];
         let rec = |tracer: &Resolved, out: &Path, window: Window, c: Counting| {

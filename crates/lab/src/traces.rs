@@ -151,7 +151,35 @@ fn with_tracer(
 ) -> Result<()> {
     let (mut child, log) = tracer.spawn(t, skip, counting)?;
     let mut reader = LackeyReader::new(BufReader::with_capacity(1 << 20, Batched::new(log)));
-    let res = read(&mut reader);
+    // cstrace prints nothing while it skips (seconds to a minute), so the reader,
+    // which looks at the interrupt flag between events, would wait that long: a
+    // watcher stops the traced command at once on Ctrl-C or SIGTERM
+    let stop = crate::interrupt::interrupt_flag();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    let res = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) && pid > 0 {
+                    cachesched_linux::process::send(pid, 9);
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+        let r = read(&mut reader);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        r
+    });
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return match res {
+            Err(e @ Error::Interrupted { .. }) => Err(e),
+            // stopped during cstrace's skip: nothing was traced yet
+            _ => Err(Error::Interrupted { instructions: 0 }),
+        };
+    }
     if !matches!(res, Ok(true)) {
         let _ = child.kill();
     }

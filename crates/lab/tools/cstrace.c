@@ -10,7 +10,7 @@
  * skipped instructions, with a few IR operations per superblock, and prints from the
  * window's first instruction on, into a buffer of its own written a megabyte at a
  * time. Linked against Valgrind's core (libcoregrind), it is GPL like the core; it is
- * compiled on the user's machine by `cachesched` (crates/lab/src/fastforward.rs), not
+ * compiled on the user's machine by `cachesched` (crates/lab/src/tracer.rs), not
  * shipped as a binary.
  *
  * Options:
@@ -29,9 +29,13 @@
  * "I  addr,size", " L addr,size", " S addr,size", " M addr,size" (a load and a store
  * of the same size to the same address within one instruction, unguarded, with no
  * side exit between them), addresses in at least 8 lower-case hexadecimal digits.
- * Lackey calls its helpers where it flushes its list of pending events (at each side
- * exit, after a load-linked and at the superblock's end); this tool does the same, so
- * an instruction whose superblock is left by a fault loses the events lackey loses.
+ * Lackey calls its helpers where it flushes its list of pending events (when a fifth
+ * event comes to its list of four, at each side exit, after a load-linked and at the
+ * superblock's end); this tool flushes at the same points, and stores the count there
+ * too, so an instruction whose superblock is left by a fault loses the events lackey
+ * loses and is not counted, as the reader of lackey's lines would not count it. The
+ * buffer is written out before a fork (so a child does not write the parent's lines
+ * again) and before an exec (whose new program is not traced).
  */
 
 #include "pub_tool_basics.h"
@@ -43,6 +47,7 @@
 #include "pub_tool_libcproc.h"
 #include "pub_tool_options.h"
 #include "pub_tool_machine.h"
+#include "pub_tool_vkiscnums.h"
 
 /* The core's own: moves a descriptor into the range Valgrind keeps from the client. */
 extern Int VG_(safe_fd)(Int oldfd);
@@ -132,7 +137,8 @@ typedef struct {
    IRExpr* when;
 } Ev;
 
-#define MAX_EVS 4096
+/* lackey's list: four events, flushed when a fifth comes */
+#define MAX_EVS 4
 static Ev evs[MAX_EVS];
 static Int n_evs;
 
@@ -145,6 +151,11 @@ static Addr   cur_ip;
 static Bool   have_ip;
 static IRExpr* cur_when;
 
+static void store_count(IRSB* sb);
+
+/* Emits the helper calls of the pending events, then stores the count and the last
+ * instruction's address: the instructions whose lines are printed are the ones
+ * counted, as lackey's reader counts them. */
 static void flush_evs(IRSB* sb)
 {
    Int i;
@@ -172,6 +183,8 @@ static void flush_evs(IRSB* sb)
       di->guard = g;
       addStmtToIRSB(sb, IRStmt_Dirty(di));
    }
+   if (n_evs > 0)
+      store_count(sb);
    n_evs = 0;
 }
 
@@ -248,8 +261,13 @@ static void on_imark(IRSB* sb, Addr ip, UInt len)
       }
       since_first = 0;
       have_ip = True;
-   } else if (!(clo_retired && ip == cur_ip)) {
-      since_first++;
+   } else {
+      /* a full list is flushed before this instruction's event joins it, with the
+       * count of the instructions before it (lackey prints those lines first) */
+      if (n_evs == MAX_EVS)
+         flush_evs(sb);
+      if (!(clo_retired && ip == cur_ip))
+         since_first++;
    }
    cur_ip = ip;
    /* whether this instruction is past the skip: skip < count */
@@ -356,7 +374,6 @@ static IRSB* cs_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
             break;
          case Ist_Exit:
             flush_evs(sb);
-            store_count(sb);
             addStmtToIRSB(sb, st);
             break;
          default:
@@ -365,7 +382,6 @@ static IRSB* cs_instrument(VgCallbackClosure* closure, IRSB* in, const VexGuestL
       }
    }
    flush_evs(sb);
-   store_count(sb);
    return sb;
 }
 
@@ -398,6 +414,8 @@ static void cs_usage(void)
 
 static void cs_debug_usage(void) {}
 
+static void cs_pre_fork(ThreadId tid);
+
 static void cs_post_clo_init(void)
 {
    if (clo_fd < 0)
@@ -407,12 +425,28 @@ static void cs_post_clo_init(void)
    out_fd = VG_(safe_fd)((Int)clo_fd);
    if (out_fd < 0)
       VG_(fmsg_bad_option)("--cs-fd", "cannot use this descriptor\n");
+   VG_(atfork)(cs_pre_fork, NULL, NULL);
 }
 
 static void cs_fini(Int exitcode)
 {
    out_flush();
 }
+
+/* Before a fork: the child must not write the parent's pending lines again. */
+static void cs_pre_fork(ThreadId tid)
+{
+   out_flush();
+}
+
+/* Before an exec: the new program runs untraced, and would drop the pending lines. */
+static void cs_pre_syscall(ThreadId tid, UInt no, UWord* args, UInt n)
+{
+   if (no == __NR_execve || no == __NR_execveat)
+      out_flush();
+}
+
+static void cs_post_syscall(ThreadId tid, UInt no, UWord* args, UInt n, SysRes res) {}
 
 static void cs_pre_clo_init(void)
 {
@@ -424,6 +458,7 @@ static void cs_pre_clo_init(void)
    VG_(details_avg_translation_sizeB)(400);
    VG_(basic_tool_funcs)(cs_post_clo_init, cs_instrument, cs_fini);
    VG_(needs_command_line_options)(cs_option, cs_usage, cs_debug_usage);
+   VG_(needs_syscall_wrapper)(cs_pre_syscall, cs_post_syscall);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(cs_pre_clo_init)
