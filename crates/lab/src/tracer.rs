@@ -222,26 +222,12 @@ impl FastTool {
         let valgrind = on_path("valgrind").ok_or_else(|| {
             Error::Tool("valgrind is not on PATH (apt-get install valgrind)".into())
         })?;
-        let lib = LIB_DIRS
-            .iter()
-            .map(Path::new)
-            .find(|d| d.join("libcoregrind-amd64-linux.a").is_file())
-            .ok_or_else(|| {
-                Error::Tool(format!(
-                    "Valgrind's core library libcoregrind-amd64-linux.a is in none of {}",
-                    LIB_DIRS.join(", ")
-                ))
-            })?;
-        let include = INCLUDE_DIRS
-            .iter()
-            .map(Path::new)
-            .find(|d| d.join("pub_tool_basics.h").is_file())
-            .ok_or_else(|| {
-                Error::Tool(format!(
-                    "Valgrind's tool headers (pub_tool_basics.h) are in none of {}",
-                    INCLUDE_DIRS.join(", ")
-                ))
-            })?;
+        let lib = first_holding(
+            LIB_DIRS,
+            "libcoregrind-amd64-linux.a",
+            "Valgrind's core library",
+        )?;
+        let include = first_holding(INCLUDE_DIRS, "pub_tool_basics.h", "Valgrind's tool headers")?;
         let script = std::fs::read(&valgrind).unwrap_or_default();
         // Debian's wrapper ends in `exec $0.bin "$@"`; elsewhere `valgrind` is the
         // launcher itself
@@ -424,6 +410,14 @@ fn compile(dir: &Path, lib: &Path, include: &Path) -> Result<()> {
     ldflags.push(os("-lgcc"));
     ldflags.push(lib.join("libgcc-sup-amd64-linux.a").into_os_string());
     run(ldflags, "linking cstrace against Valgrind's core")
+}
+
+/// The first of `dirs` that holds `file` (`what` it is, for the error).
+fn first_holding(dirs: &[&'static str], file: &str, what: &str) -> Result<&'static Path> {
+    dirs.iter()
+        .map(|d| Path::new(*d))
+        .find(|d| d.join(file).is_file())
+        .ok_or_else(|| Error::Tool(format!("{what} ({file}) is in none of {}", dirs.join(", "))))
 }
 
 /// `name` in the directories of `PATH`, if it is there.
