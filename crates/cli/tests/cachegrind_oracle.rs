@@ -83,6 +83,12 @@ fn workdir(name: &str) -> PathBuf {
 fn cachesched_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_cachesched"))
         .args(args)
+        // cstrace, where a command records, is built under the target directory, not
+        // in the user's tool cache
+        .env(
+            "CACHESCHED_TOOLS",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tools"),
+        )
         .output()
         .unwrap();
     assert!(

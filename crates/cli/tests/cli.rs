@@ -13,6 +13,12 @@ fn bin() -> Command {
     let _ = std::fs::remove_dir_all(&runs);
     let mut c = Command::new(env!("CARGO_BIN_EXE_cachesched"));
     c.env("CACHESCHED_RUNS", runs);
+    // cstrace, where a test records, is built under the target directory, not in the
+    // user's tool cache (one build shared by the tests: builds are atomic)
+    c.env(
+        "CACHESCHED_TOOLS",
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tools"),
+    );
     c
 }
 

@@ -149,9 +149,10 @@ impl Vectors {
                 .arg(format!("--interval-size={interval}"))
                 .arg(format!("--bb-out-file={}", out.display()))
                 .args(t.cmd)
-                // as a recording runs it (crate::tracer): the recorder's choice of
-                // tool is no part of the program's environment
-                .env_remove("CACHESCHED_TRACER")
+                // as a recording runs it: the recorder's variables are no part of the
+                // program's environment
+                .env_remove(crate::tracer::RECORDER_VARS[0])
+                .env_remove(crate::tracer::RECORDER_VARS[1])
                 .envs(t.env.iter().copied())
                 .stdin(crate::traces::stdin_of(t.stdin)?),
         )?;

@@ -34,6 +34,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
+/// The variables that configure the recorder ([`Tracer::from_env`], the tool cache),
+/// removed from a traced program's environment: a variable more or less moves its
+/// stack, and with it the addresses of its trace (and, with a dynamic loader that
+/// scans the environment, its instruction count).
+pub const RECORDER_VARS: [&str; 2] = ["CACHESCHED_TRACER", "CACHESCHED_TOOLS"];
+
 /// The tool's source, compiled on first use.
 pub const SOURCE: &str = include_str!("../tools/cstrace.c");
 
@@ -155,8 +161,10 @@ impl Resolved {
         };
         // the choice of tracer is the recorder's, not the program's: a variable more
         // or less in its environment would move its stack, and every address on it
+        for v in RECORDER_VARS {
+            c.env_remove(v);
+        }
         c.args(t.cmd)
-            .env_remove("CACHESCHED_TRACER")
             .envs(t.env.iter().copied())
             .stdin(stdin_of(t.stdin)?)
             .stdout(Stdio::null())
