@@ -143,18 +143,13 @@ impl Vectors {
         let out = work.join(format!("cachesched-bbv-{}.out", std::process::id()));
         remove_outputs(&out);
         let status = crate::traces::run_valgrind(
-            Command::new("valgrind")
-                .arg("-q")
-                .arg("--tool=exp-bbv")
-                .arg(format!("--interval-size={interval}"))
-                .arg(format!("--bb-out-file={}", out.display()))
-                .args(t.cmd)
-                // as a recording runs it: the recorder's variables are no part of the
-                // program's environment
-                .env_remove(crate::tracer::RECORDER_VARS[0])
-                .env_remove(crate::tracer::RECORDER_VARS[1])
-                .envs(t.env.iter().copied())
-                .stdin(crate::traces::stdin_of(t.stdin)?),
+            t.append_to(
+                Command::new("valgrind")
+                    .arg("-q")
+                    .arg("--tool=exp-bbv")
+                    .arg(format!("--interval-size={interval}"))
+                    .arg(format!("--bb-out-file={}", out.display())),
+            )?,
         )?;
         if !t.succeeded(status) {
             remove_outputs(&out);

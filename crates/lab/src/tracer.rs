@@ -28,7 +28,7 @@
 //! architecture), [`Tracer::Auto`] falls back to lackey with a line saying why.
 
 use crate::error::{Error, Result};
-use crate::traces::{stdin_of, Counting, Traced};
+use crate::traces::{Counting, Traced};
 use cachesched_core::hash::fnv1a;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -159,14 +159,7 @@ impl Resolved {
                 c
             }
         };
-        // the choice of tracer is the recorder's, not the program's: a variable more
-        // or less in its environment would move its stack, and every address on it
-        for v in RECORDER_VARS {
-            c.env_remove(v);
-        }
-        c.args(t.cmd)
-            .envs(t.env.iter().copied())
-            .stdin(stdin_of(t.stdin)?)
+        t.append_to(&mut c)?
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         cachesched_linux::process::spawn_with_fd3_pipe(&mut c).map_err(|source| Error::Spawn {

@@ -64,6 +64,20 @@ impl<'a> Traced<'a> {
             exit_codes: &[0],
         }
     }
+
+    /// Appends the command to `c` (a valgrind command line) with its environment and
+    /// standard input: the variables added, the recorder's own
+    /// ([`crate::tracer::RECORDER_VARS`]) removed, since a variable more or less moves
+    /// the program's stack and every address on it. Recordings and exp-bbv's runs
+    /// start their programs through it alike.
+    pub fn append_to<'c>(&self, c: &'c mut Command) -> Result<&'c mut Command> {
+        for v in crate::tracer::RECORDER_VARS {
+            c.env_remove(v);
+        }
+        Ok(c.args(self.cmd)
+            .envs(self.env.iter().copied())
+            .stdin(stdin_of(self.stdin)?))
+    }
 }
 
 /// Starts `valgrind --tool=lackey` on `cmd` (with `env` added, and the file `stdin`,
