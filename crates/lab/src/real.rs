@@ -1224,7 +1224,10 @@ text.txt text-v1 3f68660ba6dcfac0";
 
     /// While one process (here: one open file) holds a program's lock, no other can
     /// take it; once released, the next can. A second recording of one program would
-    /// otherwise rerun its setup under the first one's feet.
+    /// otherwise rerun its setup under the first one's feet. Fails if the lock is not
+    /// taken within 10 s of its release. (Not at once: a child another test forks in
+    /// that moment holds a copy of the descriptor, and with it the lock, until its
+    /// exec closes it; this test once failed so.)
     #[test]
     fn a_programs_lock_excludes_a_second_holder_until_released() {
         let d = std::env::temp_dir().join(format!("cachesched-lock-{}", std::process::id()));
@@ -1239,7 +1242,15 @@ text.txt text-v1 3f68660ba6dcfac0";
         // another program's lock is its own
         let _sphinx = lock(sphinx, &d).unwrap();
         drop(held);
-        other.try_lock().unwrap();
+        let released = std::time::Instant::now();
+        while let Err(e) = other.try_lock() {
+            assert!(
+                matches!(e, std::fs::TryLockError::WouldBlock)
+                    && released.elapsed() < std::time::Duration::from_secs(10),
+                "the lock was not free 10 s after its release: {e:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         drop(other);
         std::fs::remove_dir_all(&d).unwrap();
     }
