@@ -337,10 +337,10 @@ pub const SUITE: &[Program] = &[
     Program {
         name: "minisat",
         package: "minisat",
-        what: "MiniSat 2.2 (for the timeslice paper's SATSolver, Glucose 2.1 by its ref. [18], a MiniSat derivative) proving two 500-bit adders equivalent, a Tseitin-encoded miter (the SAT Competition 2002's cmpadd family; random 3-SAT of 225 variables before 2026-12-07)",
+        what: "MiniSat 2.2 (for the timeslice paper's SATSolver, Glucose 2.1 by its ref. [18], a MiniSat derivative) proving two 4,600-bit adders equivalent, a Tseitin-encoded miter (the SAT Competition 2002's cmpadd family) sized by the SAT Competitions' bound on instances worth running, more than a minute of MiniSat (earlier: 500 bits; before 2026-12-07 random 3-SAT of 225 variables)",
         command: &["minisat", "-verb=0", "{dir}/adders.cnf"],
-        // `cachesched real phases minisat` (2026-12-07): 2,200 M retired instructions in all; window at 880 M, distance 0.254
-        window: Window { skip: 880 * M, length: 200 * M },
+        // `cachesched real phases minisat --interval-m 100` (2026-12-07, the 4,600-bit miter): 202,600 M retired instructions in all; window at 77,100 M, distance 0.066
+        window: Window { skip: 77_100 * M, length: 200 * M },
         counting: Counting::Retired,
         exit_codes: &[10, 20],
         ..PLAIN
@@ -381,10 +381,10 @@ pub const SUITE: &[Program] = &[
     Program {
         name: "cbc",
         package: "coinor-cbc",
-        what: "COIN-OR Clp through cbc (soplex's role: a simplex LP solver) on a multicommodity network-flow LP (24 commodities, 200 nodes, 1,500 arcs; soplex's pds inputs are multicommodity flows), primal simplex",
+        what: "COIN-OR Clp through cbc (soplex's role: a simplex LP solver) on a multicommodity network-flow LP of SPEC's reference input's size (pds-50's 83,060 constraints and 270,095 variables: 24 commodities, 2,992 nodes, 11,254 arcs; 200 nodes and 1,500 arcs before 2026-12-07), primal simplex",
         command: &["cbc", "{dir}/multicommodity.mps", "-primalSimplex"],
-        // `cachesched real phases cbc` (2026-12-06): 600 M retired instructions in all; window at 130 M, distance 0.761
-        window: Window { skip: 130 * M, length: 200 * M },
+        // `cachesched real phases cbc` (2026-12-07, the LP of pds-50's size): 7,890 M retired instructions in all; window at 2,260 M, distance 1.112
+        window: Window { skip: 2_260 * M, length: 200 * M },
         counting: Counting::Retired,
         ..PLAIN
     },
@@ -1116,20 +1116,20 @@ gnugo f1ffd01ffff4a91c\n\
 povray fb310cbd0040ad43\n\
 glpsol 48f70a74427ee8b9\n\
 convert e47c32d652210afb\n\
-minisat 90eadb9d6d5f5681\n\
+minisat 514f2c8ddc44df2f\n\
 hmmsearch 59d95711b096a8b8\n\
 x264 69a1b7013ee102b7\n\
 xalan a28a67650aae038e\n\
-cbc fe05421ec8585eaf\n\
+cbc 08596ce60899829c\n\
 parser 0ac5b42f59c28be1\n\
 gap ad502934abb80152\n\
 sphinx 12215e912d054cfb\n\
-adders.cnf cnf-miter-v1 2dc379a8e18b5fca\n\
+adders.cnf cnf-miter-v2 1d22ccf855961014\n\
 proteins.fa fasta-v4 e1c170d37b05f36c\n\
 family.sto sto-v1 d730a7d35d90df23\n\
 video.yuv yuv-v1 e864f285ed62964c\n\
 auction.xml xml-v2 ef15b0b72825bc3a\n\
-multicommodity.mps mps-v2 98dac1a81c364ac7\n\
+multicommodity.mps mps-v3 a134282613822c0a\n\
 text.txt text-v1 3f68660ba6dcfac0";
 
     /// The package list holds valgrind and every program's package and requirement,

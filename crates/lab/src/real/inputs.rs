@@ -24,7 +24,7 @@ pub struct Generated {
 pub const GENERATED: &[Generated] = &[
     Generated {
         name: "adders.cnf",
-        version: "cnf-miter-v1",
+        version: "cnf-miter-v2",
         write: write_adder_miter,
     },
     Generated {
@@ -49,7 +49,7 @@ pub const GENERATED: &[Generated] = &[
     },
     Generated {
         name: "multicommodity.mps",
-        version: "mps-v2",
+        version: "mps-v3",
         write: write_mps,
     },
 ];
@@ -60,11 +60,14 @@ fn put(path: &Path, text: &[u8]) -> Result<()> {
     crate::files::write_bytes(path, text)
 }
 
-/// Equivalence checking of two 500-bit adders, Tseitin-encoded into DIMACS (a miter:
-/// 5,995 variables, 19,480 clauses). One adder ripples its carry through majority
-/// gates and sums `(a ^ b) ^ c`; the other takes its operands in the other order,
-/// computes its carry from generate and propagate signals (`g | (p & c)`) and sums
-/// `a ^ (b ^ c)`. A final clause asks for some sum bit on which they differ. They
+/// Bits of each adder in the miter: see [`write_adder_miter`].
+const MITER_BITS: usize = 4_600;
+
+/// Equivalence checking of two [`MITER_BITS`]-bit adders, Tseitin-encoded into DIMACS
+/// (a miter: 55,195 variables, 179,380 clauses). One adder ripples its carry through
+/// majority gates and sums `(a ^ b) ^ c`; the other takes its operands in the other
+/// order, computes its carry from generate and propagate signals (`g | (p & c)`) and
+/// sums `a ^ (b ^ c)`. A final clause asks for some sum bit on which they differ. They
 /// never do, so the instance is unsatisfiable, and MiniSat's whole run is a search
 /// ending in a proof, its learnt clauses growing beside the original clauses.
 ///
@@ -75,17 +78,23 @@ fn put(path: &Path, text: &[u8]) -> Result<()> {
 /// (docs/workloads.md) in 320 M instructions. No contest instance is packaged, so the
 /// suite generates one of a contest's own families: Armin Biere's cmpadd instances of
 /// the SAT Competition 2002's industrial category compare a ripple-carry adder with a
-/// propagate-and-generate one. The rule written before (docs/workloads.md,
-/// 2026-12-06): a structured instance whose clauses and learnts exceed a few MB.
-/// Sized, before any run of a policy on it, as the largest multiple of 100 bits whose
-/// whole run stays under 3 G instructions (the suite sizes runs to one to three
-/// billion): 400 bits ran 1.48 G, 500 bits 2.20 G and 600 bits 3.51 G; MiniSat's
-/// maximum resident set at 500 bits is 6,940 KiB against 3,756 KiB on the random
-/// instance (MiniSat 2.2, valgrind exp-bbv and GNU time, 2026-12-07).
+/// propagate-and-generate one.
+///
+/// Its size (since 2026-12-07, cnf-miter-v2) is the SAT Competitions' own bound on an
+/// instance worth running: "not too easy (solvable by MiniSat in a minute)" (the
+/// benchmark pages of SAT Race 2019 and the SAT Competitions 2024 and 2026). It is the
+/// smallest multiple of 100 bits whose fastest of three native runs of MiniSat 2.2
+/// takes more than 60 s of CPU time on the suite's 2-core VM (GNU time's user time,
+/// 2026-12-07; the fastest, because a busy host only slows a run: 4,400 bits 57.0 and
+/// 56.5 s; 4,500 bits 61.8, 60.1 and 51.1 s; 4,600 bits 68.7, 67.0 and 62.7 s),
+/// written down before any run of a policy on it. The first miter, 500 bits (cnf-miter-v1,
+/// 2.20 G instructions), had been sized for lackey, which has no fast-forward, as the
+/// largest multiple of 100 bits whose run stays under 3 G instructions; cstrace lifted
+/// that bound.
 fn write_adder_miter(path: &Path) -> Result<()> {
     let text = format!(
-        "c equivalence of two 500-bit adders (a miter), cachesched cnf-miter-v1\n{}",
-        adder_miter(500).0
+        "c equivalence of two {MITER_BITS}-bit adders (a miter), cachesched cnf-miter-v2\n{}",
+        adder_miter(MITER_BITS).0
     );
     put(path, text.as_bytes())
 }
@@ -585,12 +594,22 @@ fn write_auction(path: &Path) -> Result<()> {
 
 /// A multicommodity network-flow LP in free MPS (the family of SPEC's soplex inputs:
 /// pds-50 is a multicommodity-flow problem): 24 commodities over a random directed
-/// network of 200 nodes and 1,500 arcs with shared capacities; minimise cost. Every
+/// network of 2,992 nodes and 11,254 arcs with shared capacities; minimise cost. Every
 /// commodity has a supply at one node and a demand at another; an arc's flows together
 /// stay under its capacity.
+///
+/// Its size (since 2026-12-07, mps-v3) is that of SPEC's reference input: 450.soplex's
+/// ref runs pds-50 (with a second LP, likely rail2586; SPEC's page for 450.soplex names
+/// pds-20 as a train input and says the PDS models came from Hans Mittelmann's site),
+/// which has 83,060 constraints and 270,095 variables (GAMS LINLib's table of the
+/// Kennington problems). With the first version's 24 commodities kept, 2,992 nodes and
+/// 11,254 arcs give 83,062 constraints (24 · 2,992 + 11,254) and 270,096 variables
+/// (24 · 11,254), the nearest to both; 810,288 constraint nonzeros against pds-50's
+/// 764,161. Written down before any run of a policy on it. The first version, 200
+/// nodes and 1,500 arcs (mps-v2, 600 M instructions), had been sized for lackey.
 fn write_mps(path: &Path) -> Result<()> {
     let mut rng = SimRng::new(450);
-    let (nodes, arcs, goods) = (200u64, 1_500u64, 24u64);
+    let (nodes, arcs, goods) = (2_992u64, 11_254u64, 24u64);
     let arc: Vec<(u64, u64, u64, u64)> = (0..arcs)
         .map(|i| {
             // a ring keeps the network connected; the rest are random arcs
