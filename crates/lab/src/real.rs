@@ -908,6 +908,37 @@ pub fn record(p: &Program, dir: &Path) -> Result<PathBuf> {
     record_locked(p, dir)
 }
 
+/// Longest recording, by [`Program::record_estimate_secs`], that the default tracer
+/// choice ([`crate::tracer::Tracer::Auto`]) starts under lackey when cstrace cannot be
+/// built: an hour. Beyond it lackey must be asked for (`CACHESCHED_TRACER=lackey`).
+pub const LACKEY_FALLBACK_MAX_SECS: u64 = 3_600;
+
+/// Refuses a recording of `p` that the default choice `choice` resolved to lackey
+/// (cstrace could not be built; the note printed then says why) when lackey would
+/// take longer than [`LACKEY_FALLBACK_MAX_SECS`]: minisat's window, 77 G instructions
+/// in, would take about a day, and nobody should find that out by waiting. The error
+/// names both ways on.
+fn check_fallback(
+    p: &Program,
+    choice: crate::tracer::Tracer,
+    tracer: &crate::tracer::Resolved,
+) -> Result<()> {
+    let secs = p.record_estimate_secs(tracer.skips());
+    if choice != crate::tracer::Tracer::Auto || tracer.skips() || secs <= LACKEY_FALLBACK_MAX_SECS {
+        return Ok(());
+    }
+    Err(Error::Tool(format!(
+        "real:{}: cstrace cannot be built here (the note above says why), and lackey, which \
+         prints the {} M instructions skipped before the window too, would take about {:.1} \
+         hours: fix cstrace's build (valgrind's static core libraries and a C compiler; \
+         CACHESCHED_TRACER=fast shows the error), or set CACHESCHED_TRACER=lackey to record \
+         with lackey anyway",
+        p.name,
+        p.window.skip / M,
+        secs as f64 / 3600.0
+    )))
+}
+
 /// [`record`] with `p`'s lock ([`lock`]) held by the caller.
 fn record_locked(p: &Program, dir: &Path) -> Result<PathBuf> {
     let (cmd, stdin) = ready(p, dir)?;
@@ -918,7 +949,9 @@ fn record_locked(p: &Program, dir: &Path) -> Result<PathBuf> {
     // the process id keeps two recordings of one program from writing one file
     let tmp = out.with_file_name(format!("{stem}.partial-{}.{ext}", std::process::id()));
     remove_orphans(dir, stem);
-    let tracer = crate::tracer::Tracer::from_env()?.resolve()?;
+    let choice = crate::tracer::Tracer::from_env()?;
+    let tracer = choice.resolve()?;
+    check_fallback(p, choice, &tracer)?;
     eprintln!(
         "recording real:{} ({} M instructions after {} M; under valgrind's {}, about {} s) -> {}",
         p.name,
@@ -1053,8 +1086,8 @@ pub fn prepare_with(groups: &mut [ThreadGroup], record: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::{
-        check_requires, inputs, lock, open_lock, remove_orphans, run_setup, with_multiarch,
-        write_text, Program, MULTIARCH, PLAIN, SUITE, TEXT, TEXT_GENERATOR_VERSION,
+        check_fallback, check_requires, inputs, lock, open_lock, remove_orphans, run_setup,
+        with_multiarch, write_text, Program, MULTIARCH, PLAIN, SUITE, TEXT, TEXT_GENERATOR_VERSION,
     };
 
     /// Every program's trace key (the hash in its trace's name) and a hash of every
@@ -1220,6 +1253,26 @@ text.txt text-v1 3f68660ba6dcfac0";
         .unwrap();
         assert!(made.exists());
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The default tracer choice falling back to lackey refuses a recording lackey
+    /// would take hours over (minisat's, 77 G instructions in), names the variable
+    /// that allows it, and lets shorter ones (gzip's) and any asked-for choice through.
+    /// Fails if the bound is dropped, or applied to an explicit lackey or to a short
+    /// recording.
+    #[test]
+    fn the_default_tracer_does_not_fall_back_to_hours_of_lackey() {
+        use crate::tracer::{Resolved, Tracer};
+        let find = |n: &str| SUITE.iter().find(|p| p.name == n).unwrap();
+        let minisat = find("minisat");
+        assert!(minisat.record_estimate_secs(false) > 20 * 3600);
+        let e = check_fallback(minisat, Tracer::Auto, &Resolved::Lackey).unwrap_err();
+        assert!(e.to_string().contains("CACHESCHED_TRACER=lackey"), "{e}");
+        assert!(e.to_string().contains("real:minisat"), "{e}");
+        check_fallback(minisat, Tracer::Lackey, &Resolved::Lackey).unwrap();
+        let gzip = find("gzip");
+        assert!(gzip.record_estimate_secs(false) <= super::LACKEY_FALLBACK_MAX_SECS);
+        check_fallback(gzip, Tracer::Auto, &Resolved::Lackey).unwrap();
     }
 
     /// While one process (here: one open file) holds a program's lock, no other can

@@ -25,7 +25,9 @@
 //! lackey run (checked by this module's test).
 //!
 //! Where the tool cannot be built (no C compiler, no Valgrind core libraries, another
-//! architecture), [`Tracer::Auto`] falls back to lackey with a line saying why.
+//! architecture), [`Tracer::Auto`] falls back to lackey with a line saying why; a
+//! recording lackey would take more than an hour over then refuses
+//! (`crate::real::LACKEY_FALLBACK_MAX_SECS`).
 
 use crate::error::{Error, Result};
 use crate::traces::{Counting, Traced};
