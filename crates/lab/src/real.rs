@@ -916,8 +916,8 @@ pub const LACKEY_FALLBACK_MAX_SECS: u64 = 3_600;
 /// Refuses a recording of `p` that the default choice `choice` resolved to lackey
 /// (cstrace could not be built; the note printed then says why) when lackey would
 /// take longer than [`LACKEY_FALLBACK_MAX_SECS`]: minisat's window, 77 G instructions
-/// in, would take about a day, and nobody should find that out by waiting. The error
-/// names both ways on.
+/// in, would take about 27 hours, and nobody should find that out by waiting (gnugo's,
+/// glpsol's and xalan's are over the hour too). The error names both ways on.
 fn check_fallback(
     p: &Program,
     choice: crate::tracer::Tracer,
@@ -941,6 +941,10 @@ fn check_fallback(
 
 /// [`record`] with `p`'s lock ([`lock`]) held by the caller.
 fn record_locked(p: &Program, dir: &Path) -> Result<PathBuf> {
+    // the tracer first: a refused recording neither writes inputs nor runs a setup
+    let choice = crate::tracer::Tracer::from_env()?;
+    let tracer = choice.resolve()?;
+    check_fallback(p, choice, &tracer)?;
     let (cmd, stdin) = ready(p, dir)?;
     let out = p.trace_path(dir);
     // NAME-HASH.partial-PID.cst[.zst]: the extension still says whether to compress
@@ -949,9 +953,6 @@ fn record_locked(p: &Program, dir: &Path) -> Result<PathBuf> {
     // the process id keeps two recordings of one program from writing one file
     let tmp = out.with_file_name(format!("{stem}.partial-{}.{ext}", std::process::id()));
     remove_orphans(dir, stem);
-    let choice = crate::tracer::Tracer::from_env()?;
-    let tracer = choice.resolve()?;
-    check_fallback(p, choice, &tracer)?;
     eprintln!(
         "recording real:{} ({} M instructions after {} M; under valgrind's {}, about {} s) -> {}",
         p.name,
@@ -1270,6 +1271,10 @@ text.txt text-v1 3f68660ba6dcfac0";
         assert!(e.to_string().contains("CACHESCHED_TRACER=lackey"), "{e}");
         assert!(e.to_string().contains("real:minisat"), "{e}");
         check_fallback(minisat, Tracer::Lackey, &Resolved::Lackey).unwrap();
+        // just over the hour: refused too
+        let gnugo = find("gnugo");
+        assert!(gnugo.record_estimate_secs(false) > super::LACKEY_FALLBACK_MAX_SECS);
+        check_fallback(gnugo, Tracer::Auto, &Resolved::Lackey).unwrap_err();
         let gzip = find("gzip");
         assert!(gzip.record_estimate_secs(false) <= super::LACKEY_FALLBACK_MAX_SECS);
         check_fallback(gzip, Tracer::Auto, &Resolved::Lackey).unwrap();
