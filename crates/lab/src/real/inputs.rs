@@ -87,9 +87,11 @@ const MITER_BITS: usize = 4_600;
 /// 2.2 takes more than 60 s of CPU time on the suite's 2-core VM (GNU time's user time,
 /// 2026-12-07: 4,000 bits 49.7 s; 4,200 bits 49.1 and 36.8 s; 4,300 bits 47.2 and
 /// 40.1 s; 4,400 bits 57.0 and 56.5 s; 4,500 bits 61.8, 60.1 and 51.1 s; 4,600 bits
-/// 68.7, 67.0 and 62.7 s). The fastest run, because a busy host only slows one, was
-/// chosen as the measure after the 4,500-bit runs varied; by their median 4,500 bits
-/// would have passed. Both before any run of a policy on it. The first miter, 500 bits (cnf-miter-v1,
+/// 68.7, 67.0 and 62.7 s; 4,200's and 4,300's first runs beside a 7,000-bit run,
+/// 4,600's third beside a build). The fastest run, because a busy host only slows one,
+/// was chosen as the measure after the 4,500-bit runs varied (51.1–61.8 s beside
+/// nothing of ours); by their median 4,500 bits would have passed. Both before any run
+/// of a policy on it. The first miter, 500 bits (cnf-miter-v1,
 /// 2.20 G instructions), had been sized for lackey, which has no fast-forward, as the
 /// largest multiple of 100 bits whose run stays under 3 G instructions; cstrace lifted
 /// that bound.
