@@ -12,8 +12,11 @@
 //! decide between minutes, hours and days. A run whose window ends by its quanta
 //! (`stop_after_quanta`) or when its work segments complete (`stop_after_segments`) is
 //! counted at the mean length of the runs of the same configuration with other seeds
-//! that the run cache holds, or at its whole duration (an upper bound, said) when it
-//! holds none.
+//! that the run cache holds; when it holds none, at the mean length of the same
+//! variant's cached runs in the file's other mixes (said: a window that ends by its
+//! quanta lasts about as long in every mix of a file, its length set by the variant's
+//! slices and the threads per CPU, which a file's mixes share); else at its whole
+//! duration (an upper bound, said).
 
 use crate::error::{Error, Result, ResultExt};
 use crate::scenario::Planned;
@@ -63,6 +66,10 @@ struct FileCost {
     /// with another seed tells the length of ([`sibling_ms`]): counted at their whole
     /// duration, an upper bound.
     bounded: usize,
+    /// Of the runs to make that end early and that no run of the same configuration
+    /// tells the length of, those counted at the mean length of the same variant's
+    /// cached runs in the file's other mixes ([`variant_ms`]).
+    from_mixes: usize,
     /// The simulated seconds of the longest run to make, per machine name, of the runs
     /// (`[0]`) and of the solo runs (`[1]`): on a large cluster, a file takes at least
     /// its longest run per round.
@@ -142,9 +149,10 @@ pub(crate) fn machine_of(cfg: &SimConfig) -> Result<String> {
     Ok(format!("{} ({} KiB{solo}{traces})", m.name, llc >> 10))
 }
 
-/// What a run of `cfg`'s machine and mix costs on this host: `cfg` set up, timed, then
-/// simulated for [`CALIBRATION_MS`] (no warm-up, and no early end: a run that stopped
-/// before them would be divided by time it did not simulate), timed apart.
+/// What a run of `cfg`'s machine and mix costs on this host: `cfg` set up
+/// ([`set_up`]), timed, then simulated for [`CALIBRATION_MS`] (no warm-up, and no
+/// early end: a run that stopped before them would be divided by time it did not
+/// simulate), timed apart.
 pub(crate) fn calibrate(cfg: &SimConfig) -> Result<Rate> {
     let c = SimConfig {
         duration_ms: CALIBRATION_MS,
@@ -154,13 +162,26 @@ pub(crate) fn calibrate(cfg: &SimConfig) -> Result<Rate> {
         ..cfg.clone()
     };
     let t0 = Instant::now();
-    let sim = cachesched_sim::Simulation::new(&c, cachesched_sim::build_chain(&c))?;
+    let sim = set_up(&c)?;
     let t1 = Instant::now();
     sim.run(&mut |_| true)?;
     Ok(Rate {
         setup_s: (t1 - t0).as_secs_f64(),
         per_sim_s: t1.elapsed().as_secs_f64() / (CALIBRATION_MS / 1e3),
     })
+}
+
+/// A run of `cfg` built and prepared: everything a run does before its first simulated
+/// instant, which [`calibrate`] times as its set-up. Preparing matters: a real
+/// program's trace thread decodes its trace up to its seeded start point then (seconds
+/// per thread), and counted inside the calibration's 20 ms that would multiply into
+/// every simulated second (it did from e3388a8, which moved that decoding from
+/// building to running, until 2026-12-07: fig6-4c16m-real was calibrated at 792
+/// worker-s per simulated s, where its mix01 runs took 346).
+fn set_up(cfg: &SimConfig) -> Result<cachesched_sim::Simulation> {
+    let mut sim = cachesched_sim::Simulation::new(cfg, cachesched_sim::build_chain(cfg))?;
+    sim.prepare();
+    Ok(sim)
 }
 
 /// The costs of `files` (each `PAPER/FILE` with its planned mixes), counting the jobs
@@ -184,6 +205,7 @@ fn costs(
             solo: (0, 0),
             pending: BTreeMap::new(),
             bounded: 0,
+            from_mixes: 0,
             longest_s: [BTreeMap::new(), BTreeMap::new()],
             rounds: planned
                 .iter()
@@ -192,41 +214,23 @@ fn costs(
                 .unwrap_or(1),
             solo_mixes: planned.iter().filter(|p| p.sc.wants_solo()).count(),
         };
-        let mut pending = |cfg: &SimConfig, solo: bool, fc: &mut FileCost| -> Result<()> {
-            let m = machine_of(cfg)?;
-            // a window that ends by its quanta or when its work segments complete
-            // ends early: counted at what its cached siblings took
-            let ends_early = cfg.stop_after_quanta.is_some() || cfg.stop_after_segments;
-            let ms = if ends_early {
-                let any_seed = crate::caches::config_key(&SimConfig {
-                    seed: 0,
-                    ..cfg.clone()
-                })?;
-                let known = match lengths.get(&any_seed) {
-                    Some(&l) => l,
-                    None => {
-                        let l = sibling_ms(cfg)?;
-                        lengths.insert(any_seed, l);
-                        l
-                    }
-                };
-                known.unwrap_or_else(|| {
-                    fc.bounded += 1;
-                    cfg.duration_ms
-                })
-            } else {
-                cfg.duration_ms
+        // per variant and sweep point, what its cached runs in any mix took
+        let mut by_variant = HashMap::new();
+        let mut pending =
+            |cfg: &SimConfig, job: Option<Variant>, fc: &mut FileCost| -> Result<()> {
+                let solo = job.is_none();
+                let m = machine_of(cfg)?;
+                let ms = counted_ms(cfg, job, planned, lengths, &mut by_variant, fc)?;
+                let p = fc.pending.entry(m.clone()).or_default();
+                p.runs += 1;
+                p.sim_s += ms / 1e3;
+                let longest = fc.longest_s[usize::from(solo)]
+                    .entry(m.clone())
+                    .or_default();
+                *longest = longest.max(ms / 1e3);
+                probes.entry(m).or_insert_with(|| cfg.clone());
+                Ok(())
             };
-            let p = fc.pending.entry(m.clone()).or_default();
-            p.runs += 1;
-            p.sim_s += ms / 1e3;
-            let longest = fc.longest_s[usize::from(solo)]
-                .entry(m.clone())
-                .or_default();
-            *longest = longest.max(ms / 1e3);
-            probes.entry(m).or_insert_with(|| cfg.clone());
-            Ok(())
-        };
         for p in planned.iter() {
             let jobs: Vec<&crate::scenario::Job> = p.jobs.iter().filter(|j| keep(p, j)).collect();
             for j in &jobs {
@@ -238,7 +242,7 @@ fn costs(
                 if crate::caches::runs::holds(k)? {
                     fc.cached += 1;
                 } else {
-                    pending(&j.cfg, false, &mut fc)?;
+                    pending(&j.cfg, Some((j.variant, j.llc_kb)), &mut fc)?;
                 }
             }
             if !p.sc.wants_solo() {
@@ -255,13 +259,72 @@ fn costs(
                 if held.contains_key(k) {
                     fc.solo.1 += 1;
                 } else {
-                    pending(cfg, true, &mut fc)?;
+                    pending(cfg, None, &mut fc)?;
                 }
             }
         }
         costs.push(fc);
     }
     Ok(costs)
+}
+
+/// A variant of a file (its index) at a sweep point (the LLC size, if swept).
+type Variant = (usize, Option<u64>);
+
+/// The simulated ms a run of `cfg` still to make is counted at: its duration, unless
+/// its window ends by its quanta or when its work segments complete. Then the mean
+/// length of its cached siblings with other seeds ([`sibling_ms`], kept in `lengths`
+/// by configuration); without any, the mean length of the cached runs of its variant
+/// `job` in `planned`'s mixes ([`variant_ms`], kept in `by_variant`; counted in
+/// [`FileCost::from_mixes`]; not for a solo run, `job` `None`); without any either,
+/// its duration, an upper bound (counted in [`FileCost::bounded`]).
+fn counted_ms(
+    cfg: &SimConfig,
+    job: Option<Variant>,
+    planned: &[Planned],
+    lengths: &mut HashMap<u64, Option<f64>>,
+    by_variant: &mut HashMap<Variant, Option<f64>>,
+    fc: &mut FileCost,
+) -> Result<f64> {
+    if cfg.stop_after_quanta.is_none() && !cfg.stop_after_segments {
+        return Ok(cfg.duration_ms);
+    }
+    let any_seed = crate::caches::config_key(&SimConfig {
+        seed: 0,
+        ..cfg.clone()
+    })?;
+    let known = match lengths.get(&any_seed) {
+        Some(&l) => l,
+        None => {
+            let l = sibling_ms(cfg)?;
+            lengths.insert(any_seed, l);
+            l
+        }
+    };
+    if let Some(l) = known {
+        return Ok(l);
+    }
+    let from_mixes = match job {
+        None => None,
+        Some(v) => match by_variant.get(&v) {
+            Some(&l) => l,
+            None => {
+                let l = variant_ms(planned, v, &crate::caches::runs::load)?;
+                by_variant.insert(v, l);
+                l
+            }
+        },
+    };
+    Ok(match from_mixes {
+        Some(l) => {
+            fc.from_mixes += 1;
+            l
+        }
+        None => {
+            fc.bounded += 1;
+            cfg.duration_ms
+        }
+    })
 }
 
 /// Seeds tried for runs of the same configuration as one not yet made
@@ -283,6 +346,29 @@ fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
         })?;
         if let Some(r) = crate::caches::runs::load(k)? {
             lens.push((cfg.warmup_ms + r.measured_ms).min(cfg.duration_ms));
+        }
+    }
+    Ok((!lens.is_empty()).then(|| lens.iter().sum::<f64>() / lens.len() as f64))
+}
+
+/// The simulated ms of the runs of variant `v.0` at sweep point `v.1` in `planned` (one
+/// file's mixes) that the run cache holds (`load`, by configuration key) and whose
+/// window ends early, whatever their mix and seed: their mean length, counted as
+/// [`sibling_ms`] counts; `None` if it holds none.
+fn variant_ms(
+    planned: &[Planned],
+    v: Variant,
+    load: &dyn Fn(u64) -> Result<Option<cachesched_sim::RunResult>>,
+) -> Result<Option<f64>> {
+    let mut lens = Vec::new();
+    for p in planned {
+        for j in p.jobs.iter().filter(|j| (j.variant, j.llc_kb) == v) {
+            if j.cfg.stop_after_quanta.is_none() && !j.cfg.stop_after_segments {
+                continue;
+            }
+            if let Some(r) = load(crate::caches::config_key(&j.cfg)?)? {
+                lens.push((j.cfg.warmup_ms + r.measured_ms).min(j.cfg.duration_ms));
+            }
         }
     }
     Ok((!lens.is_empty()).then(|| lens.iter().sum::<f64>() / lens.len() as f64))
@@ -377,6 +463,15 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
              cached run of theirs with another seed tells \
              how long: counted at their whole duration, so their simulated seconds and \
              worker-hours are upper bounds (the others at their cached siblings' mean)"
+        );
+    }
+    let from_mixes: usize = most.iter().map(|fc| fc.from_mixes).sum();
+    if from_mixes > 0 {
+        println!(
+            "\n{from_mixes} of the runs to make end their window by their quanta or their \
+             work segments and no cached run of theirs with another seed tells how long: \
+             counted at the mean length of the same variant's cached runs in the file's \
+             other mixes"
         );
     }
     let hours = |k: usize| all[k][5] / 3600.0;
@@ -515,9 +610,10 @@ pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, us
 
 #[cfg(test)]
 mod tests {
-    use super::{machine_of, FileCost, Pending, Rate};
+    use super::{machine_of, set_up, variant_ms, FileCost, Pending, Rate};
+    use crate::error::Result;
     use cachesched_sim::SimConfig;
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashMap};
 
     /// Runs that replay different traces are calibrated apart (their set-up differs by
     /// orders of magnitude), and a profile mix apart from both; copies and order do
@@ -572,6 +668,7 @@ mod tests {
                 ),
             ]),
             bounded: 0,
+            from_mixes: 0,
             longest_s: [BTreeMap::new(), BTreeMap::new()],
             rounds: 1,
             solo_mixes: 0,
@@ -601,5 +698,60 @@ mod tests {
         };
         assert_eq!(empty.worker_s(&rate), 0.0);
         assert_eq!(empty.sim_s(), 0.0);
+    }
+
+    /// A run of a file's variant that no run of its own configuration tells the length
+    /// of is counted at the mean of what that variant's cached runs took in every mix:
+    /// fig6-4c16m's slice-45ms cached as 900 and 1,000 ms windows in mix01 (seeds 1, 2)
+    /// and 1,400 in mix02 (seed 1), each with its 300 ms warm-up and capped at the
+    /// 1,500 ms duration, make (1,200 + 1,300 + 1,500) / 3 ms; slice-70ms's cached run
+    /// (1,100 ms) does not count for it, and CFS, with none cached, has no estimate.
+    /// Fails if another variant's runs count, if only one mix is read, or if the
+    /// warm-up or the cap is left out (1,100, 1,250 or 1,400 ms).
+    #[test]
+    fn a_run_without_cached_siblings_is_counted_at_its_variants_length_in_other_mixes() {
+        let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../experiments/timeslice/fig6-4c16m.toml");
+        let sc = crate::experiment::parse(&f).unwrap();
+        let at = |l: &str| sc.variants.iter().position(|v| v.label == l).unwrap();
+        let (cfs, s45, s70) = (at("cfs"), at("slice-45ms"), at("slice-70ms"));
+        let planned = sc.plan().unwrap();
+        let mut cached = HashMap::new();
+        for p in &planned {
+            for j in &p.jobs {
+                let ms = match (p.mix.as_deref(), j.variant, j.seed) {
+                    (Some("mix01"), v, 1) if v == s45 => 900.0,
+                    (Some("mix01"), v, 2) if v == s45 => 1_000.0,
+                    (Some("mix02"), v, 1) if v == s45 => 1_400.0,
+                    (Some("mix03"), v, 1) if v == s70 => 1_100.0,
+                    _ => continue,
+                };
+                let k = crate::caches::config_key(&j.cfg).unwrap();
+                cached.insert(k, crate::results::fixture::run(j.seed, ms, &[]));
+            }
+        }
+        let load =
+            |k: u64| -> Result<Option<cachesched_sim::RunResult>> { Ok(cached.get(&k).cloned()) };
+        let ms = variant_ms(&planned, (s45, None), &load).unwrap().unwrap();
+        assert!((ms - 4_000.0 / 3.0).abs() < 1e-9, "{ms}");
+        assert_eq!(variant_ms(&planned, (cfs, None), &load).unwrap(), None);
+        let ms70 = variant_ms(&planned, (s70, None), &load).unwrap().unwrap();
+        assert!((ms70 - 1_400.0).abs() < 1e-9, "{ms70}");
+    }
+
+    /// What the calibration times as a run's set-up leaves it prepared: a real
+    /// program's trace thread has decoded its trace up to its seeded start point, so
+    /// that decoding is not divided by the 20 ms simulated after it. Fails if
+    /// [`set_up`] stops preparing the simulation.
+    #[test]
+    fn the_calibrations_set_up_includes_preparing_the_threads() {
+        let cfg: SimConfig = toml::from_str(
+            "machine = \"clovertown-2x2\"\nduration_ms = 20\n[[threads]]\nprofile = \"gcc\"\n",
+        )
+        .unwrap();
+        assert!(set_up(&cfg).unwrap().is_prepared());
+        let built =
+            cachesched_sim::Simulation::new(&cfg, cachesched_sim::build_chain(&cfg)).unwrap();
+        assert!(!built.is_prepared());
     }
 }

@@ -309,6 +309,8 @@ pub struct Simulation {
     base_bus: BusStats,
     /// The prefetch counts when the warm-up ended.
     base_prefetches: PrefetchStats,
+    /// Whether every thread's work before the run ([`Simulation::prepare`]) is done.
+    prepared: bool,
 }
 
 /// The most memory one run may use, bytes (4 GiB: runs go in parallel, one per core).
@@ -678,6 +680,7 @@ impl Simulation {
             base_time: 0,
             base_bus: BusStats::default(),
             base_prefetches: PrefetchStats::default(),
+            prepared: false,
             machine,
             cfg: cfg.clone(),
         };
@@ -876,12 +879,33 @@ impl Simulation {
         Ok(())
     }
 
-    /// Runs to the configured duration. `progress` is called now and then with the
-    /// fraction done; returning false interrupts the run.
-    pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<RunResult, SimError> {
+    /// Does every thread's work before its first operation ([`Workload::prepare`]: a
+    /// trace thread decodes its trace up to its start point, seconds for a real
+    /// program's); [`Simulation::run`] does it when not done yet. Separate so that what
+    /// a run costs before its first simulated instant can be timed apart from the
+    /// simulation (`reproduce --plan`'s calibration). Doing it twice does nothing more.
+    ///
+    /// [`Workload::prepare`]: crate::workload::Workload::prepare
+    pub fn prepare(&mut self) {
+        if self.prepared {
+            return;
+        }
         for th in &mut self.k.threads {
             th.workload.prepare();
         }
+        self.prepared = true;
+    }
+
+    /// Whether [`Simulation::prepare`] is done.
+    pub fn is_prepared(&self) -> bool {
+        self.prepared
+    }
+
+    /// Runs to the configured duration (after [`Simulation::prepare`], if not done).
+    /// `progress` is called now and then with the fraction done; returning false
+    /// interrupts the run.
+    pub fn run(mut self, progress: &mut dyn FnMut(f64) -> bool) -> Result<RunResult, SimError> {
+        self.prepare();
         self.with_policy(&mut |p, c| p.init(c));
         let mut steps: u64 = 0;
         loop {

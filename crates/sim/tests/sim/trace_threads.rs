@@ -157,3 +157,34 @@ fn seeded_trace_starts_spread_over_the_program() {
     assert_eq!(run(2, TraceStart::Beginning).threads, first.threads);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A run prepared apart ([`Simulation::prepare`], which `--plan`'s calibration times as
+/// set-up: trace threads decode up to their seeded starts), even twice, is the run
+/// `simulate` makes in one go, and [`Simulation::is_prepared`] tells whether it was
+/// prepared. Fails if preparing apart changes the run (a thread's state prepared, then
+/// changed again by `run`), or if the flag does not follow `prepare`. (Decoding a
+/// second time would not fail it: a trace thread already at its start point has
+/// nothing left to decode.)
+///
+/// [`Simulation::prepare`]: cachesched_sim::Simulation::prepare
+/// [`Simulation::is_prepared`]: cachesched_sim::Simulation::is_prepared
+#[test]
+fn a_run_prepared_apart_is_the_run_made_in_one_go() {
+    let dir = std::env::temp_dir().join(format!("cachesched-prep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = two_phase_trace(&dir);
+    let groups = ThreadGroup::parse_mix(&format!("{}:2", path.display())).unwrap();
+    let mut cfg = SimConfig::new("t1-dual", groups);
+    cfg.seed = 3;
+    cfg.duration_ms = 3.0;
+    cfg.warmup_ms = 0.5;
+    let whole = simulate(&cfg).unwrap();
+    let mut sim = cachesched_sim::Simulation::new(&cfg, cachesched_sim::build_chain(&cfg)).unwrap();
+    assert!(!sim.is_prepared());
+    sim.prepare();
+    sim.prepare();
+    assert!(sim.is_prepared());
+    let apart = sim.run(&mut |_| true).unwrap();
+    assert_eq!(apart, whole);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
