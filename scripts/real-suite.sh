@@ -2,8 +2,9 @@
 # Rows of docs/workloads.md, "Real programs": for each real program of the suite (and
 # each synthetic profile named after --profiles), the data miss-ratio curve (`cachesched
 # mrc`: fully associative LRU, 64-byte lines; a trace's whole window, or 3 M accesses
-# of a profile), the instruction side's curve at 16 and 32 KB (traces only: `mrc
-# --instructions-only`) and the behaviour alone on niagara-2c and clovertown-2x2
+# of a profile), the instruction side's curve at 16 and 32 KB (`mrc
+# --instructions-only`; a profile's as the simulated machine fetches it, each access's
+# instructions from its PC's line, over 3 M accesses) and the behaviour alone on niagara-2c and clovertown-2x2
 # (`cachesched simulate`, 60 ms after 40 ms of warm-up, seed 1: L1I and L1D misses and
 # L2 misses per 1,000 instructions). Real programs' recordings (the cache's .json:
 # package version, instructions, events, MB, MB on disk, seconds) come first; missing
@@ -58,7 +59,7 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for r in "${rows[@]}"; do
   p=${r#*:}
   if [ "${r%%:*}" = profile ]; then
-    echo "| $p | (profile) |$(curve "$data_sizes" --profile "$p" --accesses 3000000) - | - |$(machines "$p:1")"
+    echo "| $p | (profile) |$(curve "$data_sizes" --profile "$p" --accesses 3000000)$(curve "16KB 32KB" --profile "$p" --accesses 3000000 --instructions-only)$(machines "$p:1")"
     continue
   fi
   "$cs" real record "$p" 2> "$tmp/rec.log" || { cat "$tmp/rec.log" >&2; exit 1; }

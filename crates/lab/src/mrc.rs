@@ -9,7 +9,7 @@ use cachesched_core::SimRng;
 use cachesched_sim::trace::mrc::{curve_sizes, Shards, StackDistances};
 use cachesched_sim::trace::replay::{LackeyReader, TraceEvent};
 use cachesched_sim::trace::{is_binary_trace, TraceReader};
-use cachesched_sim::workload::{profile, LocalityThread};
+use cachesched_sim::workload::{profile, LocalityThread, Op, Workload};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::BufRead;
@@ -26,6 +26,15 @@ pub enum Source {
         accesses: u64,
         /// Data accesses drawn before measuring (0: first touches count as misses).
         warmup: u64,
+        /// Whether instruction fetches count, as the simulated machine makes them: an
+        /// access's `gap` instructions and its own are fetched from its PC's line
+        /// (the engine fetches one line per operation), so that line is offered
+        /// `gap + 1` times, one per instruction, as a trace offers each of its
+        /// instructions.
+        instructions: bool,
+        /// Whether data accesses count (off with `instructions` on: the instruction
+        /// side's curve alone, an L1I's).
+        data: bool,
     },
     /// A trace file (binary from `cachesched trace record`, or lackey text), from its
     /// start.
@@ -110,17 +119,45 @@ pub fn measure(spec: &MrcSpec) -> Result<Curve> {
             name,
             accesses,
             warmup,
+            instructions,
+            data,
         } => {
             let rng = SimRng::new(spec.seed).fork(1000);
             let mut t = LocalityThread::new(profile(name)?, 0, 0, rng);
-            t.feed_accesses(*warmup, |addr, _| offer(&mut curves, addr >> shift));
+            let (instructions, data) = (*instructions, *data);
+            let draw = |t: &mut LocalityThread, n: u64, curves: &mut _| {
+                let mut drawn = 0;
+                while drawn < n {
+                    match t.next_op() {
+                        Op::Access { gap, addr, pc, .. } => {
+                            if instructions {
+                                for _ in 0..=gap {
+                                    offer(curves, pc >> shift);
+                                }
+                            }
+                            if data {
+                                offer(curves, addr >> shift);
+                            }
+                            drawn += 1;
+                        }
+                        Op::Sleep(_) => {}
+                        Op::Exit => break,
+                    }
+                }
+            };
+            draw(&mut t, *warmup, &mut curves);
             curves.0.reset_counts();
             curves.1.reset_counts();
-            t.feed_accesses(*accesses, |addr, _| offer(&mut curves, addr >> shift));
+            draw(&mut t, *accesses, &mut curves);
+            let what = match (instructions, data) {
+                (true, false) => ", instruction fetches",
+                (true, true) => ", instruction fetches and data accesses",
+                _ => "",
+            };
             if *warmup > 0 {
-                format!("profile {name} (warm: measured after {warmup} accesses)")
+                format!("profile {name}{what} (warm: measured after {warmup} accesses)")
             } else {
-                format!("profile {name} (cold: first touches count as misses)")
+                format!("profile {name}{what} (cold: first touches count as misses)")
             }
         }
         Source::Trace {
@@ -276,5 +313,71 @@ impl Curve {
             None,
         );
         write_file(&out.join("mrc.svg"), &svg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(instructions: bool, data: bool) -> MrcSpec {
+        MrcSpec {
+            source: Source::Profile {
+                name: "gzip".into(),
+                accesses: 200_000,
+                warmup: 200_000,
+                instructions,
+                data,
+            },
+            line_bytes: 64,
+            sample_rate: 0.1,
+            seed: 1,
+        }
+    }
+
+    fn at(c: &Curve, bytes: u64) -> f64 {
+        c.points
+            .iter()
+            .find(|p| p.size_bytes == bytes)
+            .map(|p| p.exact_miss_ratio)
+            .unwrap()
+    }
+
+    /// A profile's instruction side, as the simulated machine fetches it: gzip's
+    /// profile runs 8 KB of code, so its warm curve is 0 from 8 KB up and not below;
+    /// it offers one fetch per instruction (the gap's and the access's own), so it
+    /// counts about `gap_mean + 1` fetches per data access; and its data curve is the
+    /// one drawn access by access (`feed_accesses`), as before instruction fetches
+    /// could be asked for. Fails if a fetch is offered per operation instead of per
+    /// instruction (one per access), if the fetches use the data address, or if the
+    /// data-only curve changes.
+    #[test]
+    fn a_profiles_instruction_side_is_its_code_fetched_per_instruction() {
+        let model = profile("gzip").unwrap();
+        assert_eq!(model.code_kb, 8);
+        let i = measure(&spec(true, false)).unwrap();
+        assert_eq!(i.distinct_lines, 8 << 10 >> 6);
+        assert_eq!(at(&i, 8 << 10), 0.0);
+        assert!(at(&i, 4 << 10) > 0.001, "{}", at(&i, 4 << 10));
+        let per_access = i.accesses as f64 / 200_000.0;
+        assert!(
+            (per_access / (model.gap_mean + 1.0) - 1.0).abs() < 0.05,
+            "{per_access} fetches per access, gap_mean {}",
+            model.gap_mean
+        );
+        let d = measure(&spec(false, true)).unwrap();
+        assert_eq!(d.accesses, 200_000);
+        let mut t = LocalityThread::new(model, 0, 0, SimRng::new(1).fork(1000));
+        let mut sd = StackDistances::new();
+        t.feed_accesses(200_000, |a, _| {
+            sd.access(a >> 6);
+        });
+        sd.reset_counts();
+        t.feed_accesses(200_000, |a, _| {
+            sd.access(a >> 6);
+        });
+        for p in &d.points {
+            assert_eq!(p.exact_miss_ratio, sd.miss_ratio(p.size_bytes >> 6));
+        }
     }
 }

@@ -32,11 +32,12 @@ pub struct MrcArgs {
     /// SHARDS sampling rate.
     #[arg(long, default_value_t = 0.01)]
     sample_rate: f64,
-    /// Include instruction fetches (traces only).
+    /// Include instruction fetches (a profile's as the simulated machine makes them:
+    /// each access's instructions from its PC's line).
     #[arg(long)]
     instructions: bool,
     /// Instruction fetches alone, no data accesses: the instruction side's curve, an
-    /// L1I's (traces only).
+    /// L1I's.
     #[arg(long, conflicts_with = "instructions")]
     instructions_only: bool,
     /// Seed for profile generation.
@@ -50,14 +51,13 @@ pub struct MrcArgs {
 
 /// `cachesched mrc`.
 pub fn run(a: MrcArgs) -> Result<()> {
-    if a.profile.is_some() && (a.instructions || a.instructions_only) {
-        bail!("--instructions and --instructions-only need a --trace: a profile's curve is of its data accesses");
-    }
     let source = match (a.profile, a.trace) {
         (Some(name), None) => Source::Profile {
             name,
             accesses: a.accesses,
             warmup: a.warmup,
+            instructions: a.instructions || a.instructions_only,
+            data: !a.instructions_only,
         },
         (None, Some(path)) => Source::Trace {
             path,
