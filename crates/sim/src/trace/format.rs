@@ -443,6 +443,65 @@ impl Decoder {
         Ok(Some(ev))
     }
 
+    /// The event of the record at `data[*pos]`, `data` being a whole trace that
+    /// [`verify`] accepted: a record wholly inside `data` whose size is in its header
+    /// (nearly all) is decoded without the careful path's checks, any other by
+    /// [`Decoder::decode_one`]; `None` at the end, or where the careful path finds
+    /// damage. The same events as `decode_one`'s for such a trace
+    /// (`the_unchecked_decoder_gives_the_careful_ones_events`).
+    #[inline(always)]
+    fn next_unchecked(&mut self, data: &[u8], pos: &mut usize) -> Option<TraceEvent> {
+        let p = *pos;
+        if p + MAX_RECORD <= data.len() {
+            let h = data[p];
+            let size = (h & 15) as u64;
+            if size != 0 {
+                let mut q = p + 1;
+                let ev = match h >> 4 {
+                    0 => {
+                        let addr = self.next_i;
+                        self.next_i = addr.wrapping_add(size);
+                        Some(TraceEvent::Instr { addr, size })
+                    }
+                    1 => {
+                        let d = varint_fast(data, &mut q);
+                        let addr = self.next_i.wrapping_add(unzigzag(d) as u64);
+                        self.targets[pred_slot(self.next_i)] = addr;
+                        self.next_i = addr.wrapping_add(size);
+                        Some(TraceEvent::Instr { addr, size })
+                    }
+                    6 => {
+                        let addr = self.targets[pred_slot(self.next_i)];
+                        self.next_i = addr.wrapping_add(size);
+                        Some(TraceEvent::Instr { addr, size })
+                    }
+                    5 => {
+                        let bytes = varint_fast(data, &mut q);
+                        self.next_i = self.next_i.wrapping_add(bytes);
+                        Some(TraceEvent::HitRun { count: size, bytes })
+                    }
+                    k @ 2..=4 => {
+                        let d = varint_fast(data, &mut q);
+                        let slot = pred_slot(self.next_i);
+                        let addr = self.pred[slot].wrapping_add(unzigzag(d) as u64);
+                        self.pred[slot] = addr;
+                        Some(match k {
+                            2 => TraceEvent::Load { addr, size },
+                            3 => TraceEvent::Store { addr, size },
+                            _ => TraceEvent::Modify { addr, size },
+                        })
+                    }
+                    _ => None,
+                };
+                if ev.is_some() {
+                    *pos = q;
+                    return ev;
+                }
+            }
+        }
+        self.decode_one(data, pos, 0).ok().flatten()
+    }
+
     /// Decodes and simulates records from `data[pos..safe_end)` (every record starting
     /// there is wholly inside `data`), stopping early at a record the fast path does
     /// not take. Returns the new position and the number of events.
@@ -577,8 +636,12 @@ impl<R: std::io::Read> TraceReader<R> {
 /// their own per process (bit 63 set, the process number from bit 47 up), so two
 /// processes replaying one trace share nothing while threads of one process do.
 pub struct TraceThread {
+    /// The whole trace, shared by the threads replaying it.
     bytes: std::sync::Arc<Vec<u8>>,
-    reader: TraceReader<std::io::Cursor<ArcBytes>>,
+    /// Where the next record starts in `bytes` (its byte offset in the trace).
+    pos: usize,
+    /// The decoding state at `pos`.
+    dec: Decoder,
     base: u64,
     pending: u64,
     pc: u64,
@@ -589,16 +652,6 @@ pub struct TraceThread {
     start: Option<u64>,
 }
 
-/// Shared trace bytes as a `Read`-able buffer.
-#[derive(Clone)]
-pub struct ArcBytes(std::sync::Arc<Vec<u8>>);
-
-impl AsRef<[u8]> for ArcBytes {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
 impl TraceThread {
     /// A thread of process `process` replaying `bytes` (a binary trace), with `base_cpi`.
     pub fn new(
@@ -606,8 +659,15 @@ impl TraceThread {
         process: u32,
         base_cpi: f64,
     ) -> Result<TraceThread, ReplayError> {
+        if bytes.len() < MAGIC.len() {
+            return Err(bad(0, "too short for a trace header"));
+        }
+        if !is_binary_trace(&bytes) {
+            return Err(bad(0, "not a cachesched binary trace (bad magic)"));
+        }
         let t = TraceThread {
-            reader: Self::reader_of(&bytes)?,
+            pos: MAGIC.len(),
+            dec: Decoder::new(bytes.starts_with(MAGIC2)),
             bytes,
             base: (1 << 63) | ((process as u64) << 47),
             pending: 0,
@@ -619,16 +679,17 @@ impl TraceThread {
         Ok(t)
     }
 
-    /// A reader at the start of `bytes`.
-    fn reader_of(
-        bytes: &std::sync::Arc<Vec<u8>>,
-    ) -> Result<TraceReader<std::io::Cursor<ArcBytes>>, ReplayError> {
-        TraceReader::with_capacity(std::io::Cursor::new(ArcBytes(bytes.clone())), 1 << 14)
+    /// Starts the trace over.
+    fn restart(&mut self) {
+        self.pos = MAGIC.len();
+        self.dec = Decoder::new(self.dec.ends);
     }
 
-    /// Starts the trace over (it was validated at construction, so this cannot fail).
-    fn restart(&mut self) {
-        self.reader = Self::reader_of(&self.bytes).expect("validated trace");
+    /// The next event, `None` at the end of the trace (or at damage, which
+    /// [`TraceThread::validate`] rules out for the traces the engine replays).
+    #[inline(always)]
+    fn next_event(&mut self) -> Option<TraceEvent> {
+        self.dec.next_unchecked(&self.bytes, &mut self.pos)
     }
 
     /// Takes in one event: an instruction moves the PC and counts towards the next
@@ -657,12 +718,12 @@ impl TraceThread {
     /// instruction before it and no gap. An offset past the end starts at the
     /// beginning.
     fn start_at_byte(&mut self, offset: u64) {
-        while self.reader.byte_offset() < offset {
-            match self.reader.next_event() {
-                Ok(Some(e)) => {
+        while (self.pos as u64) < offset {
+            match self.next_event() {
+                Some(e) => {
                     self.take(e);
                 }
-                _ => {
+                None => {
                     self.restart();
                     self.pc = 0;
                     break;
@@ -703,10 +764,10 @@ impl crate::workload::Workload for TraceThread {
 
     fn next_op(&mut self) -> crate::workload::Op {
         loop {
-            let e = match self.reader.next_event() {
-                Ok(Some(e)) => e,
-                // validated at construction: end (or damage) means start over
-                _ => {
+            let e = match self.next_event() {
+                Some(e) => e,
+                // validated before replay: the end (or damage) means start over
+                None => {
                     self.loops += 1;
                     self.restart();
                     continue;
@@ -983,6 +1044,65 @@ mod tests {
                 size: 15,
             },
         ]
+    }
+
+    /// The decoder the engine's trace threads use skips the careful path's checks for
+    /// records wholly inside the trace; over a random program of every record kind
+    /// (sequential instructions, runs of sure hits, jumps, predicted jumps, loads,
+    /// stores, modifies, sizes of 1 to 40 bytes, 16 and more written as a varint) it
+    /// yields the careful decoder's events at the same byte offsets, to the end
+    /// record, where both stop. Fails if a kind decodes differently, if a predictor is
+    /// updated differently, or if a record near the end (the careful path's) is
+    /// decoded twice or skipped.
+    #[test]
+    fn the_unchecked_decoder_gives_the_careful_ones_events() {
+        let mut rng = cachesched_core::SimRng::new(11);
+        let mut w = TraceWriter::new(Vec::new()).unwrap();
+        let mut pc = 0x40_1000u64;
+        for _ in 0..200_000 {
+            let size = 1 + rng.below(15);
+            w.write(TraceEvent::Instr { addr: pc, size }).unwrap();
+            pc = match rng.below(10) {
+                // a jump back into a small loop: predicted after its first time
+                0 => 0x40_1000 + rng.below(8) * 64,
+                1 => 0x50_0000 + rng.below(1 << 20),
+                _ => pc + size,
+            };
+            if rng.below(3) == 0 {
+                let addr = 0x7f00_0000_0000 + rng.below(1 << 16) * 8;
+                let size = 1 + rng.below(40);
+                w.write(match rng.below(3) {
+                    0 => TraceEvent::Load { addr, size },
+                    1 => TraceEvent::Store { addr, size },
+                    _ => TraceEvent::Modify { addr, size },
+                })
+                .unwrap();
+            }
+            if rng.below(50) == 0 {
+                w.write(TraceEvent::HitRun {
+                    count: 1 + rng.below(20),
+                    bytes: rng.below(300),
+                })
+                .unwrap();
+            }
+        }
+        let data = w.finish().unwrap();
+        assert!(data.starts_with(MAGIC2));
+        let (mut careful, mut fast) = (Decoder::new(true), Decoder::new(true));
+        let (mut p, mut q) = (8usize, 8usize);
+        let mut n = 0u64;
+        loop {
+            let a = careful.decode_one(&data, &mut p, 0).unwrap();
+            let b = fast.next_unchecked(&data, &mut q);
+            assert_eq!(a, b, "event {n}");
+            assert_eq!(p, q, "event {n}");
+            if a.is_none() {
+                break;
+            }
+            n += 1;
+        }
+        assert!(n > 250_000, "{n}");
+        assert_eq!(careful.next_i, fast.next_i);
     }
 
     /// A trace of [`events`] written `n` times over.
