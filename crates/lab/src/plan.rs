@@ -12,10 +12,11 @@
 //! decide between minutes, hours and days. A run whose window ends by its quanta
 //! (`stop_after_quanta`) or when its work segments complete (`stop_after_segments`) is
 //! counted at the mean length of the runs of the same configuration with other seeds
-//! that the run cache holds; when it holds none, at the mean length of the same
-//! variant's cached runs in the file's other mixes (said: a window that ends by its
-//! quanta lasts about as long in every mix of a file, its length set by the variant's
-//! slices and the threads per CPU, which a file's mixes share); else at its whole
+//! that the run cache holds; when it holds none and the window ends by quanta, at the
+//! mean length of the same variant's cached runs in the file's other mixes (said: such
+//! a window lasts about as long in every mix of a file, its length set by the
+//! variant's slices and the threads per CPU, which a file's mixes share; a window that
+//! ends with the work segments depends on the mix's programs); else at its whole
 //! duration (an upper bound, said).
 
 use crate::error::{Error, Result, ResultExt};
@@ -62,13 +63,14 @@ struct FileCost {
     pending: BTreeMap<String, Pending>,
     /// Of the runs to make, those whose window ends by their quanta or their work
     /// segments ([`SimConfig::stop_after_quanta`],
-    /// [`SimConfig::stop_after_segments`]) and that no run of the same configuration
-    /// with another seed tells the length of ([`sibling_ms`]): counted at their whole
-    /// duration, an upper bound.
+    /// [`SimConfig::stop_after_segments`]) and that neither a run of the same
+    /// configuration with another seed ([`sibling_ms`]) nor, for a window ended by
+    /// quanta, the same variant's runs in other mixes ([`variant_ms`]) tell the length
+    /// of: counted at their whole duration, an upper bound.
     bounded: usize,
-    /// Of the runs to make that end early and that no run of the same configuration
-    /// tells the length of, those counted at the mean length of the same variant's
-    /// cached runs in the file's other mixes ([`variant_ms`]).
+    /// Of the runs to make whose window ends by their quanta and that no run of the
+    /// same configuration tells the length of, those counted at the mean length of
+    /// the same variant's cached runs in the file's other mixes ([`variant_ms`]).
     from_mixes: usize,
     /// The simulated seconds of the longest run to make, per machine name, of the runs
     /// (`[0]`) and of the solo runs (`[1]`): on a large cluster, a file takes at least
@@ -274,10 +276,12 @@ type Variant = (usize, Option<u64>);
 /// The simulated ms a run of `cfg` still to make is counted at: its duration, unless
 /// its window ends by its quanta or when its work segments complete. Then the mean
 /// length of its cached siblings with other seeds ([`sibling_ms`], kept in `lengths`
-/// by configuration); without any, the mean length of the cached runs of its variant
-/// `job` in `planned`'s mixes ([`variant_ms`], kept in `by_variant`; counted in
-/// [`FileCost::from_mixes`]; not for a solo run, `job` `None`); without any either,
-/// its duration, an upper bound (counted in [`FileCost::bounded`]).
+/// by configuration); without any, for a window ended by quanta, the mean length of
+/// the cached runs of its variant `job` in `planned`'s mixes ([`variant_ms`], kept in
+/// `by_variant`; counted in [`FileCost::from_mixes`]; not for a solo run, `job`
+/// `None`, nor for a window ended by work segments, whose length depends on the mix's
+/// programs); without any either, its duration, an upper bound (counted in
+/// [`FileCost::bounded`]).
 fn counted_ms(
     cfg: &SimConfig,
     job: Option<Variant>,
@@ -306,6 +310,7 @@ fn counted_ms(
     }
     let from_mixes = match job {
         None => None,
+        Some(_) if cfg.stop_after_quanta.is_none() => None,
         Some(v) => match by_variant.get(&v) {
             Some(&l) => l,
             None => {
@@ -353,8 +358,8 @@ fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
 
 /// The simulated ms of the runs of variant `v.0` at sweep point `v.1` in `planned` (one
 /// file's mixes) that the run cache holds (`load`, by configuration key) and whose
-/// window ends early, whatever their mix and seed: their mean length, counted as
-/// [`sibling_ms`] counts; `None` if it holds none.
+/// window ends by its quanta, whatever their mix and seed: their mean length, counted
+/// as [`sibling_ms`] counts; `None` if it holds none.
 fn variant_ms(
     planned: &[Planned],
     v: Variant,
@@ -363,7 +368,7 @@ fn variant_ms(
     let mut lens = Vec::new();
     for p in planned {
         for j in p.jobs.iter().filter(|j| (j.variant, j.llc_kb) == v) {
-            if j.cfg.stop_after_quanta.is_none() && !j.cfg.stop_after_segments {
+            if j.cfg.stop_after_quanta.is_none() {
                 continue;
             }
             if let Some(r) = load(crate::caches::config_key(&j.cfg)?)? {
@@ -462,16 +467,16 @@ pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
              (stop_after_quanta) or their work segments (stop_after_segments) and no \
              cached run of theirs with another seed tells \
              how long: counted at their whole duration, so their simulated seconds and \
-             worker-hours are upper bounds (the others at their cached siblings' mean)"
+             worker-hours are upper bounds"
         );
     }
     let from_mixes: usize = most.iter().map(|fc| fc.from_mixes).sum();
     if from_mixes > 0 {
         println!(
-            "\n{from_mixes} of the runs to make end their window by their quanta or their \
-             work segments and no cached run of theirs with another seed tells how long: \
-             counted at the mean length of the same variant's cached runs in the file's \
-             other mixes"
+            "\n{from_mixes} of the runs to make end their window by their quanta and no \
+             cached run of theirs with another seed tells how long: counted at the mean \
+             length of the same variant's cached runs in the file's other mixes (an \
+             estimate, not a bound)"
         );
     }
     let hours = |k: usize| all[k][5] / 3600.0;

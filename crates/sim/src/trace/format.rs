@@ -444,8 +444,9 @@ impl Decoder {
     }
 
     /// The event of the record at `data[*pos]`, `data` being a whole trace that
-    /// [`verify`] accepted: a record wholly inside `data` whose size is in its header
-    /// (nearly all) is decoded without the careful path's checks, any other by
+    /// [`verify`] accepted: a record that starts at least [`MAX_RECORD`] bytes before
+    /// the end (so lies wholly inside `data`) and whose size is in its header (nearly
+    /// all) is decoded without the careful path's checks, any other by
     /// [`Decoder::decode_one`]; `None` at the end, or where the careful path finds
     /// damage. The same events as `decode_one`'s for such a trace
     /// (`the_unchecked_decoder_gives_the_careful_ones_events`).
@@ -1091,7 +1092,15 @@ mod tests {
         let (mut careful, mut fast) = (Decoder::new(true), Decoder::new(true));
         let (mut p, mut q) = (8usize, 8usize);
         let mut n = 0u64;
+        // records per header kind, and those whose size is a varint (header size 0)
+        let (mut kinds, mut sized) = ([0u64; 7], 0u64);
         loop {
+            if p < data.len() {
+                if let Some(k) = kinds.get_mut(usize::from(data[p] >> 4)) {
+                    *k += 1;
+                }
+                sized += u64::from(data[p] & 15 == 0);
+            }
             let a = careful.decode_one(&data, &mut p, 0).unwrap();
             let b = fast.next_unchecked(&data, &mut q);
             assert_eq!(a, b, "event {n}");
@@ -1102,6 +1111,10 @@ mod tests {
             n += 1;
         }
         assert!(n > 250_000, "{n}");
+        // every kind the writer makes occurred: instructions in sequence (0), jumps
+        // (1), loads, stores, modifies (2-4), runs of sure hits (5), predicted jumps (6)
+        assert!(kinds.iter().all(|&k| k > 100), "{kinds:?}");
+        assert!(sized > 1_000, "{sized}");
         assert_eq!(careful.next_i, fast.next_i);
     }
 
