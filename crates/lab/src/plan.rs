@@ -186,15 +186,24 @@ fn set_up(cfg: &SimConfig) -> Result<cachesched_sim::Simulation> {
     Ok(sim)
 }
 
+/// What the run cache says of window lengths, kept so that a second plan of the same
+/// files ([`costs`] at most and at the minimum) reads no cached run again.
+#[derive(Default)]
+struct Lengths {
+    /// [`sibling_ms`] of each configuration (keyed with seed 0).
+    by_config: HashMap<u64, Option<f64>>,
+    /// [`variant_ms`] of each file (`PAPER/FILE`) and variant.
+    by_variant: HashMap<(String, Variant), Option<f64>>,
+}
+
 /// The costs of `files` (each `PAPER/FILE` with its planned mixes), counting the jobs
 /// `keep` accepts, and the first pending configuration of each machine (to calibrate
-/// on), added to `probes`; `lengths` keeps [`sibling_ms`] of each configuration, so
-/// that a second plan of the same files reads no cached run again.
+/// on), added to `probes`; `lengths` keeps what the run cache said of window lengths.
 fn costs(
     files: &[(String, &[Planned])],
     keep: &dyn Fn(&Planned, &crate::scenario::Job) -> bool,
     probes: &mut BTreeMap<String, SimConfig>,
-    lengths: &mut HashMap<u64, Option<f64>>,
+    lengths: &mut Lengths,
 ) -> Result<Vec<FileCost>> {
     let mut seen = HashSet::new();
     let mut seen_solo = HashSet::new();
@@ -216,13 +225,11 @@ fn costs(
                 .unwrap_or(1),
             solo_mixes: planned.iter().filter(|p| p.sc.wants_solo()).count(),
         };
-        // per variant and sweep point, what its cached runs in any mix took
-        let mut by_variant = HashMap::new();
         let mut pending =
             |cfg: &SimConfig, job: Option<Variant>, fc: &mut FileCost| -> Result<()> {
                 let solo = job.is_none();
                 let m = machine_of(cfg)?;
-                let ms = counted_ms(cfg, job, planned, lengths, &mut by_variant, fc)?;
+                let ms = counted_ms(cfg, job, name, planned, lengths, fc)?;
                 let p = fc.pending.entry(m.clone()).or_default();
                 p.runs += 1;
                 p.sim_s += ms / 1e3;
@@ -275,19 +282,19 @@ type Variant = (usize, Option<u64>);
 
 /// The simulated ms a run of `cfg` still to make is counted at: its duration, unless
 /// its window ends by its quanta or when its work segments complete. Then the mean
-/// length of its cached siblings with other seeds ([`sibling_ms`], kept in `lengths`
-/// by configuration); without any, for a window ended by quanta, the mean length of
-/// the cached runs of its variant `job` in `planned`'s mixes ([`variant_ms`], kept in
-/// `by_variant`; counted in [`FileCost::from_mixes`]; not for a solo run, `job`
+/// length of its cached siblings with other seeds ([`sibling_ms`], kept in `lengths`);
+/// without any, for a window ended by quanta, the mean length of the cached runs of
+/// its variant `job` in the mixes `planned` of file `file` ([`variant_ms`], kept in
+/// `lengths`; counted in [`FileCost::from_mixes`]; not for a solo run, `job`
 /// `None`, nor for a window ended by work segments, whose length depends on the mix's
 /// programs); without any either, its duration, an upper bound (counted in
 /// [`FileCost::bounded`]).
 fn counted_ms(
     cfg: &SimConfig,
     job: Option<Variant>,
+    file: &str,
     planned: &[Planned],
-    lengths: &mut HashMap<u64, Option<f64>>,
-    by_variant: &mut HashMap<Variant, Option<f64>>,
+    lengths: &mut Lengths,
     fc: &mut FileCost,
 ) -> Result<f64> {
     if cfg.stop_after_quanta.is_none() && !cfg.stop_after_segments {
@@ -297,11 +304,11 @@ fn counted_ms(
         seed: 0,
         ..cfg.clone()
     })?;
-    let known = match lengths.get(&any_seed) {
+    let known = match lengths.by_config.get(&any_seed) {
         Some(&l) => l,
         None => {
             let l = sibling_ms(cfg)?;
-            lengths.insert(any_seed, l);
+            lengths.by_config.insert(any_seed, l);
             l
         }
     };
@@ -311,14 +318,17 @@ fn counted_ms(
     let from_mixes = match job {
         None => None,
         Some(_) if cfg.stop_after_quanta.is_none() => None,
-        Some(v) => match by_variant.get(&v) {
-            Some(&l) => l,
-            None => {
-                let l = variant_ms(planned, v, &crate::caches::runs::load)?;
-                by_variant.insert(v, l);
-                l
+        Some(v) => {
+            let key = (file.to_string(), v);
+            match lengths.by_variant.get(&key) {
+                Some(&l) => l,
+                None => {
+                    let l = variant_ms(planned, v, &crate::caches::runs::load)?;
+                    lengths.by_variant.insert(key, l);
+                    l
+                }
             }
-        },
+        }
     };
     Ok(match from_mixes {
         Some(l) => {
@@ -339,9 +349,7 @@ const SIBLING_SEEDS: u64 = 10;
 /// The simulated ms of a run of `cfg` whose window ends early (by its quanta or its
 /// work segments), from the runs of the same configuration with seeds 1 to
 /// [`SIBLING_SEEDS`] that the run cache holds (its own seed's is not, or it would not
-/// be made): their mean length (warm-up included, capped at the run's duration: a run
-/// that ends inside its warm-up counts its time from the start as measured, and would
-/// otherwise have its warm-up counted twice); `None` if it holds none.
+/// be made): their mean length ([`length_ms`]); `None` if it holds none.
 fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
     let mut lens = Vec::new();
     for seed in 1..=SIBLING_SEEDS {
@@ -350,16 +358,28 @@ fn sibling_ms(cfg: &SimConfig) -> Result<Option<f64>> {
             ..cfg.clone()
         })?;
         if let Some(r) = crate::caches::runs::load(k)? {
-            lens.push((cfg.warmup_ms + r.measured_ms).min(cfg.duration_ms));
+            lens.push(length_ms(cfg, &r));
         }
     }
-    Ok((!lens.is_empty()).then(|| lens.iter().sum::<f64>() / lens.len() as f64))
+    Ok(mean(&lens))
+}
+
+/// The simulated ms of finished run `r` of `cfg`: its warm-up and measured window,
+/// capped at its duration (a run that ends inside its warm-up counts its time from the
+/// start as measured, and would otherwise have its warm-up counted twice).
+fn length_ms(cfg: &SimConfig, r: &cachesched_sim::RunResult) -> f64 {
+    (cfg.warmup_ms + r.measured_ms).min(cfg.duration_ms)
+}
+
+/// The mean of `xs`, `None` if there are none.
+fn mean(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 /// The simulated ms of the runs of variant `v.0` at sweep point `v.1` in `planned` (one
 /// file's mixes) that the run cache holds (`load`, by configuration key) and whose
 /// window ends by its quanta, whatever their mix and seed: their mean length, counted
-/// as [`sibling_ms`] counts; `None` if it holds none.
+/// ([`length_ms`]); `None` if it holds none.
 fn variant_ms(
     planned: &[Planned],
     v: Variant,
@@ -372,11 +392,11 @@ fn variant_ms(
                 continue;
             }
             if let Some(r) = load(crate::caches::config_key(&j.cfg)?)? {
-                lens.push((j.cfg.warmup_ms + r.measured_ms).min(j.cfg.duration_ms));
+                lens.push(length_ms(&j.cfg, &r));
             }
         }
     }
-    Ok((!lens.is_empty()).then(|| lens.iter().sum::<f64>() / lens.len() as f64))
+    Ok(mean(&lens))
 }
 
 /// Whether job `j` of `p` is one of the runs every variant makes first when seeds are
@@ -404,7 +424,7 @@ fn span<T: PartialEq + std::fmt::Display>(a: T, b: T) -> String {
 /// seed), as `min–max` where they differ.
 pub fn print(files: &[(String, &[Planned])], workers: usize) -> Result<()> {
     let mut probes: BTreeMap<String, SimConfig> = BTreeMap::new();
-    let mut lengths = HashMap::new();
+    let mut lengths = Lengths::default();
     let most = costs(files, &|_, _| true, &mut probes, &mut lengths)?;
     let least = costs(files, &at_minimum, &mut probes, &mut lengths)?;
     let mut rate = BTreeMap::new();
