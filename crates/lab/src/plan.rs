@@ -378,7 +378,7 @@ fn mean(xs: &[f64]) -> Option<f64> {
 
 /// The simulated ms of the runs of variant `v.0` at sweep point `v.1` in `planned` (one
 /// file's mixes) that the run cache holds (`load`, by configuration key) and whose
-/// window ends by its quanta, whatever their mix and seed: their mean length, counted
+/// window ends by its quanta, whatever their mix and seed: their mean length
 /// ([`length_ms`]); `None` if it holds none.
 fn variant_ms(
     planned: &[Planned],
