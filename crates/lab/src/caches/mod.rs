@@ -58,15 +58,93 @@ pub fn model_key() -> u64 {
 }
 
 /// The cache key of a simulation: its configuration's JSON continued from
-/// [`model_key`] (the simulator is deterministic, so the same key means the same
-/// result).
+/// [`model_key`], then from the digest of every trace file its thread groups replay
+/// ([`trace_digest`], in the groups' order). The simulator is deterministic, so the
+/// same key means the same result.
+///
+/// A configuration names a trace by its path, and the same path can hold different
+/// recordings: a real program's trace is named by its definition, but recording a
+/// program with threads whose interleaving depends on timing (real:povray's frontend
+/// and renderer under valgrind) gives different traces on different recordings, and a
+/// run cache copied from another machine (`run-cache/`, a cluster's shared cache)
+/// would otherwise hand back the result of another recording. A configuration without
+/// traces keeps the key it had before trace digests were part of keys.
 pub fn config_key(cfg: &SimConfig) -> Result<u64> {
-    key_from(model_key(), cfg)
+    let mut k = key_from(model_key(), cfg)?;
+    for path in cfg.threads.iter().filter_map(|g| g.trace.as_deref()) {
+        k = fnv1a_from(k, &trace_digest(Path::new(path))?.to_le_bytes());
+    }
+    Ok(k)
 }
 
-/// The key of `cfg` continued from `model`: [`config_key`] with [`model_key`], and
-/// the keys of runs made before model versions, whose `model` was a hash of the
-/// simulator's sources (see `reproduce PAPER --rekey-from`).
+/// Digests already taken, by path, with the identity of the file they were taken of.
+static DIGESTS: std::sync::Mutex<Vec<(PathBuf, FileIdentity, u64)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// At most this many digests are remembered (then the memo starts again).
+const MAX_DIGESTS: usize = 256;
+
+/// What tells one file from another at the same path: its device, inode, length and
+/// modification time (a file replaced, rewritten or renamed into place differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileIdentity {
+    /// Device and inode.
+    dev_ino: (u64, u64),
+    /// Length in bytes.
+    len: u64,
+    /// Modification time, seconds and nanoseconds since the epoch.
+    mtime: (i64, i64),
+}
+
+impl FileIdentity {
+    /// The identity of the file `m` describes.
+    fn of(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileIdentity {
+            dev_ino: (m.dev(), m.ino()),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+        }
+    }
+}
+
+/// FNV-1a of the bytes of the trace file at `path` as stored (compressed or not),
+/// remembered for the file's identity so that a reproduction's hundreds of keys read
+/// each trace once (about 0.1 s for a 90 MB trace). The error names the file.
+pub fn trace_digest(path: &Path) -> Result<u64> {
+    use std::io::Read;
+    let what = "cannot read the trace file to key its runs";
+    let mut f = std::fs::File::open(path).map_err(Error::io(what, path))?;
+    let id = FileIdentity::of(&f.metadata().map_err(Error::io(what, path))?);
+    {
+        let memo = DIGESTS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, _, d)) = memo.iter().find(|(p, i, _)| p == path && *i == id) {
+            return Ok(d);
+        }
+    }
+    let mut h = fnv1a(b"cachesched trace file");
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(Error::io(what, path))?;
+        if n == 0 {
+            break;
+        }
+        h = fnv1a_from(h, &buf[..n]);
+    }
+    let mut memo = DIGESTS.lock().unwrap_or_else(|e| e.into_inner());
+    if memo.len() >= MAX_DIGESTS {
+        memo.clear();
+    }
+    memo.retain(|(p, _, _)| p != path);
+    memo.push((path.to_path_buf(), id, h));
+    Ok(h)
+}
+
+/// The key of `cfg`'s JSON continued from `model`: with [`model_key`], the part of
+/// [`config_key`] before its trace digests (all of it for a configuration without
+/// traces), and the keys of runs made before model versions, whose `model` was a hash
+/// of the simulator's sources (see `reproduce PAPER --rekey-from`; those runs had no
+/// trace digests in their keys).
 pub fn key_from(model: u64, cfg: &SimConfig) -> Result<u64> {
     let json = serde_json::to_string(cfg)?;
     Ok(fnv1a_from(model, json.as_bytes()))
@@ -129,5 +207,42 @@ mod tests {
             model_key(),
             fnv1a(format!("cachesched model version {MODEL_VERSION}").as_bytes())
         );
+    }
+
+    /// Two recordings at one path are two keys: a run of a trace keyed by the trace's
+    /// path alone would hand back the result of whatever recording a run cache was
+    /// filled with (real:povray records differently from one recording to the next).
+    /// Fails if the digest is left out of the key, is taken of the path rather than the
+    /// bytes, or is remembered across a rewrite of the file; a configuration without
+    /// traces must keep its key exactly (else every cached run of profiles is orphaned).
+    #[test]
+    fn a_traces_key_follows_the_recording_at_its_path() {
+        let dir = std::env::temp_dir().join(format!("cachesched-digest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("prog.cst");
+        std::fs::write(&path, b"one recording").unwrap();
+        let mut c = SimConfig::new("core2-4m", ThreadGroup::parse_mix("mcf:1").unwrap());
+        let plain = config_key(&c).unwrap();
+        assert_eq!(plain, key_from(model_key(), &c).unwrap(), "no trace: the key as before");
+        c.threads[0].trace = Some(path.to_string_lossy().into_owned());
+        let first = config_key(&c).unwrap();
+        assert_ne!(first, key_from(model_key(), &c).unwrap(), "the digest is in the key");
+        assert_eq!(first, config_key(&c).unwrap(), "a key is a function");
+        // another recording of the same length at the same path (a rename into place, as
+        // the trace cache writes)
+        let tmp = dir.join("prog.cst.new");
+        std::fs::write(&tmp, b"two recording").unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let second = config_key(&c).unwrap();
+        assert_ne!(first, second, "another recording, another key");
+        // the first recording's bytes again: its key again, whatever the file's identity
+        std::fs::write(&tmp, b"one recording").unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        assert_eq!(first, config_key(&c).unwrap(), "the same bytes, the same key");
+        // a missing trace names itself
+        c.threads[0].trace = Some(dir.join("missing.cst").to_string_lossy().into_owned());
+        let e = config_key(&c).unwrap_err().to_string();
+        assert!(e.contains("missing.cst"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

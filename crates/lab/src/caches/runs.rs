@@ -4,7 +4,7 @@
 //!
 //! A run is stored under `$CACHESCHED_RUNS`, else `$XDG_CACHE_HOME/cachesched/runs`,
 //! else `~/.cache/cachesched/runs`, keyed by [`crate::caches::config_key`] (its whole
-//! configuration, seed included, and the model version): the simulator is
+//! configuration, seed included, the model version and the bytes of its traces): the simulator is
 //! deterministic, so a stored result is the result that running it again would give, a
 //! new model version never reuses one, and a rebuild that keeps every golden result
 //! keeps them. The directory can be copied to another machine (or kept in a repository) to
