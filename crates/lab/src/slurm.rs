@@ -701,7 +701,8 @@ pub fn run_batch(manifest: &Path, index: usize) -> Result<(usize, usize)> {
         if format!("{k:016x}") != r.key {
             return Err(invalid!(
                 "{}: its configuration has key {k:016x}, the manifest says {}: the manifest was \
-                 changed or made by another build",
+                 changed or made by another build, or a trace it replays is not the \
+                 recording the submitting host keyed (a key takes in the trace's bytes)",
                 r.label,
                 r.key
             ));

@@ -223,10 +223,18 @@ mod tests {
         std::fs::write(&path, b"one recording").unwrap();
         let mut c = SimConfig::new("core2-4m", ThreadGroup::parse_mix("mcf:1").unwrap());
         let plain = config_key(&c).unwrap();
-        assert_eq!(plain, key_from(model_key(), &c).unwrap(), "no trace: the key as before");
+        assert_eq!(
+            plain,
+            key_from(model_key(), &c).unwrap(),
+            "no trace: the key as before"
+        );
         c.threads[0].trace = Some(path.to_string_lossy().into_owned());
         let first = config_key(&c).unwrap();
-        assert_ne!(first, key_from(model_key(), &c).unwrap(), "the digest is in the key");
+        assert_ne!(
+            first,
+            key_from(model_key(), &c).unwrap(),
+            "the digest is in the key"
+        );
         assert_eq!(first, config_key(&c).unwrap(), "a key is a function");
         // another recording of the same length at the same path (a rename into place, as
         // the trace cache writes)
@@ -238,7 +246,11 @@ mod tests {
         // the first recording's bytes again: its key again, whatever the file's identity
         std::fs::write(&tmp, b"one recording").unwrap();
         std::fs::rename(&tmp, &path).unwrap();
-        assert_eq!(first, config_key(&c).unwrap(), "the same bytes, the same key");
+        assert_eq!(
+            first,
+            config_key(&c).unwrap(),
+            "the same bytes, the same key"
+        );
         // a missing trace names itself
         c.threads[0].trace = Some(dir.join("missing.cst").to_string_lossy().into_owned());
         let e = config_key(&c).unwrap_err().to_string();
