@@ -608,11 +608,17 @@ fn table_row(name: &str, row: &[[f64; 6]; 2]) -> String {
 /// hash of its sources, `source_hash`) to their keys under this build's model version,
 /// in the run cache; returns (moved, already there, absent). Only for a build whose
 /// model gives the same results as this one: the golden results of both must agree.
+/// Runs that replay traces are counted absent and left where they are: their old keys
+/// did not take in the trace's bytes, so nothing tells which recording they replayed.
 pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, usize)> {
     let dir = crate::caches::runs::cache_dir()?;
     let (mut moved, mut there, mut absent) = (0, 0, 0);
     let mut seen = HashSet::new();
     for j in planned.iter().flat_map(|p| &p.jobs) {
+        if j.cfg.threads.iter().any(|g| g.trace.is_some()) {
+            absent += 1;
+            continue;
+        }
         let new = crate::caches::config_key(&j.cfg)?;
         if !seen.insert(new) {
             continue;

@@ -70,6 +70,17 @@ pub fn model_key() -> u64 {
 /// would otherwise hand back the result of another recording. A configuration without
 /// traces keeps the key it had before trace digests were part of keys.
 pub fn config_key(cfg: &SimConfig) -> Result<u64> {
+    if let Some(g) = cfg
+        .threads
+        .iter()
+        .find(|g| g.real.is_some() && g.trace.is_none())
+    {
+        return Err(invalid!(
+            "real:{} has no trace yet: its runs cannot be keyed before the real program's trace \
+             is found or recorded (a bug: `real::prepare` comes first)",
+            g.real.as_deref().unwrap_or_default()
+        ));
+    }
     let mut k = key_from(model_key(), cfg)?;
     for path in cfg.threads.iter().filter_map(|g| g.trace.as_deref()) {
         k = fnv1a_from(k, &trace_digest(Path::new(path))?.to_le_bytes());
@@ -212,39 +223,41 @@ mod tests {
     /// Two recordings at one path are two keys: a run of a trace keyed by the trace's
     /// path alone would hand back the result of whatever recording a run cache was
     /// filled with (real:povray records differently from one recording to the next).
-    /// Fails if the digest is left out of the key, is taken of the path rather than the
-    /// bytes, or is remembered across a rewrite of the file; a configuration without
-    /// traces must keep its key exactly (else every cached run of profiles is orphaned).
+    /// Fails if the digest is left out of the key, is taken of the path, of the first
+    /// group's trace only or of the first read (the files are 1.5 MiB and differ in
+    /// their last byte), or is remembered across a rewrite of the file; and if a real
+    /// program's group could be keyed before its trace is set.
     #[test]
     fn a_traces_key_follows_the_recording_at_its_path() {
         let dir = std::env::temp_dir().join(format!("cachesched-digest-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("prog.cst");
-        std::fs::write(&path, b"one recording").unwrap();
-        let mut c = SimConfig::new("core2-4m", ThreadGroup::parse_mix("mcf:1").unwrap());
-        let plain = config_key(&c).unwrap();
-        assert_eq!(
-            plain,
-            key_from(model_key(), &c).unwrap(),
-            "no trace: the key as before"
-        );
-        c.threads[0].trace = Some(path.to_string_lossy().into_owned());
+        let recording = |last: u8| {
+            let mut b = vec![7u8; 3 << 19];
+            *b.last_mut().unwrap() = last;
+            b
+        };
+        let (fixed, path, tmp) = (dir.join("a.cst"), dir.join("b.cst"), dir.join("b.cst.new"));
+        std::fs::write(&fixed, recording(0)).unwrap();
+        std::fs::write(&path, recording(1)).unwrap();
+        let mut c = SimConfig::new("core2-4m", ThreadGroup::parse_mix("mcf:1,gzip:1").unwrap());
+        assert_eq!(c.threads.len(), 2);
+        c.threads[0].trace = Some(fixed.to_string_lossy().into_owned());
+        c.threads[1].trace = Some(path.to_string_lossy().into_owned());
         let first = config_key(&c).unwrap();
         assert_ne!(
             first,
             key_from(model_key(), &c).unwrap(),
-            "the digest is in the key"
+            "the digests are in the key"
         );
         assert_eq!(first, config_key(&c).unwrap(), "a key is a function");
-        // another recording of the same length at the same path (a rename into place, as
-        // the trace cache writes)
-        let tmp = dir.join("prog.cst.new");
-        std::fs::write(&tmp, b"two recording").unwrap();
+        // another recording of the same length at the second group's path, renamed into
+        // place as the trace cache writes
+        std::fs::write(&tmp, recording(2)).unwrap();
         std::fs::rename(&tmp, &path).unwrap();
         let second = config_key(&c).unwrap();
         assert_ne!(first, second, "another recording, another key");
         // the first recording's bytes again: its key again, whatever the file's identity
-        std::fs::write(&tmp, b"one recording").unwrap();
+        std::fs::write(&tmp, recording(1)).unwrap();
         std::fs::rename(&tmp, &path).unwrap();
         assert_eq!(
             first,
@@ -252,9 +265,14 @@ mod tests {
             "the same bytes, the same key"
         );
         // a missing trace names itself
-        c.threads[0].trace = Some(dir.join("missing.cst").to_string_lossy().into_owned());
+        c.threads[1].trace = Some(dir.join("missing.cst").to_string_lossy().into_owned());
         let e = config_key(&c).unwrap_err().to_string();
         assert!(e.contains("missing.cst"), "{e}");
+        // a real program's group is keyed only with its trace
+        c.threads[1].trace = None;
+        c.threads[1].real = Some("gzip".into());
+        let e = config_key(&c).unwrap_err().to_string();
+        assert!(e.contains("real:gzip has no trace"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
