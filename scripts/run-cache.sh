@@ -8,8 +8,9 @@
 #                                       into run-cache/runs-<UTC time>.tar.xz
 #
 # DIR defaults to $CACHESCHED_RUNS, else ~/.cache/cachesched/runs (where cachesched
-# looks). A run's file name is its key: a hash of its whole configuration and of the
-# model version (docs/model.md), so runs of another version are kept but never read.
+# looks). A run's file name is its key: a hash of its whole configuration, of the
+# model version (docs/model.md) and of the bytes of the traces it replays, so runs of
+# another version, or of another recording of a real program, are kept but never read.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 store="$repo/run-cache"
