@@ -15,6 +15,7 @@ pub mod solo;
 
 use crate::error::{invalid, Error, Result};
 use cachesched_core::hash::{fnv1a, fnv1a_from};
+use cachesched_sim::trace::FileId;
 use cachesched_sim::{SimConfig, MODEL_VERSION};
 use std::path::{Path, PathBuf};
 
@@ -89,35 +90,10 @@ pub fn config_key(cfg: &SimConfig) -> Result<u64> {
 }
 
 /// Digests already taken, by path, with the identity of the file they were taken of.
-static DIGESTS: std::sync::Mutex<Vec<(PathBuf, FileIdentity, u64)>> =
-    std::sync::Mutex::new(Vec::new());
+static DIGESTS: std::sync::Mutex<Vec<(PathBuf, FileId, u64)>> = std::sync::Mutex::new(Vec::new());
 
 /// At most this many digests are remembered (then the memo starts again).
 const MAX_DIGESTS: usize = 256;
-
-/// What tells one file from another at the same path: its device, inode, length and
-/// modification time (a file replaced, rewritten or renamed into place differs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileIdentity {
-    /// Device and inode.
-    dev_ino: (u64, u64),
-    /// Length in bytes.
-    len: u64,
-    /// Modification time, seconds and nanoseconds since the epoch.
-    mtime: (i64, i64),
-}
-
-impl FileIdentity {
-    /// The identity of the file `m` describes.
-    fn of(m: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        FileIdentity {
-            dev_ino: (m.dev(), m.ino()),
-            len: m.len(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-        }
-    }
-}
 
 /// FNV-1a of the bytes of the trace file at `path` as stored (compressed or not),
 /// remembered for the file's identity so that a reproduction's hundreds of keys read
@@ -126,7 +102,7 @@ pub fn trace_digest(path: &Path) -> Result<u64> {
     use std::io::Read;
     let what = "cannot read the trace file to key its runs";
     let mut f = std::fs::File::open(path).map_err(Error::io(what, path))?;
-    let id = FileIdentity::of(&f.metadata().map_err(Error::io(what, path))?);
+    let id = FileId::of(&f.metadata().map_err(Error::io(what, path))?);
     {
         let memo = DIGESTS.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&(_, _, d)) = memo.iter().find(|(p, i, _)| p == path && *i == id) {

@@ -120,17 +120,23 @@ const MAX_VERIFIED: usize = 4096;
 
 /// What identifies one version of a file: a new recording is written whole and renamed
 /// into place (a new inode, length and time), so a path with the same identity holds
-/// the bytes verified before.
+/// the bytes read before. Also the laboratory's key for remembering a trace's digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct FileId {
+pub struct FileId {
+    /// Device.
     dev: u64,
+    /// Inode.
     ino: u64,
+    /// Length in bytes.
     len: u64,
+    /// Modification time, where the filesystem keeps one.
     modified: Option<std::time::SystemTime>,
 }
 
 impl FileId {
-    fn of(m: &std::fs::Metadata) -> FileId {
+    /// The identity of the file `m` describes (the metadata of an opened file, so that
+    /// the identity is of the bytes read through it).
+    pub fn of(m: &std::fs::Metadata) -> FileId {
         use std::os::unix::fs::MetadataExt;
         FileId {
             dev: m.dev(),
