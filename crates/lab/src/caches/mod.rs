@@ -97,7 +97,7 @@ const MAX_DIGESTS: usize = 256;
 
 /// FNV-1a of the bytes of the trace file at `path` as stored (compressed or not),
 /// remembered for the file's identity so that a reproduction's hundreds of keys read
-/// each trace once (about 0.1 s for a 90 MB trace). The error names the file.
+/// each trace once per process. The error names the file.
 pub fn trace_digest(path: &Path) -> Result<u64> {
     use std::io::Read;
     let what = "cannot read the trace file to key its runs";
