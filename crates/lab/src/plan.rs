@@ -615,12 +615,18 @@ pub fn rekey(planned: &[&Planned], source_hash: u64) -> Result<(usize, usize, us
     let (mut moved, mut there, mut absent) = (0, 0, 0);
     let mut seen = HashSet::new();
     for j in planned.iter().flat_map(|p| &p.jobs) {
-        if j.cfg.threads.iter().any(|g| g.trace.is_some()) {
-            absent += 1;
+        let traced = j.cfg.threads.iter().any(|g| g.trace.is_some());
+        // a configuration of traces is told apart by its JSON, whose key reads no file
+        let new = if traced {
+            crate::caches::key_from(crate::caches::model_key(), &j.cfg)?
+        } else {
+            crate::caches::config_key(&j.cfg)?
+        };
+        if !seen.insert(new) {
             continue;
         }
-        let new = crate::caches::config_key(&j.cfg)?;
-        if !seen.insert(new) {
+        if traced {
+            absent += 1;
             continue;
         }
         let old = crate::caches::entry_path(&dir, crate::caches::key_from(source_hash, &j.cfg)?);

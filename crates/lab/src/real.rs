@@ -1078,9 +1078,6 @@ pub fn prepare_with(groups: &mut [ThreadGroup], record: bool) -> Result<()> {
                 }
                 path
             };
-            // absolute, so that the key (which reads the file) and a cluster's task,
-            // started in another directory, name the same file
-            let path = std::path::absolute(&path).map_err(Error::io("cannot resolve", &path))?;
             g.trace = Some(path.to_string_lossy().into_owned());
         }
     }

@@ -26,20 +26,25 @@ pub fn traces_dir() -> Result<PathBuf> {
 }
 
 /// A cache directory of cachesched: `$VAR` if set, else `cachesched/SUB` under
-/// `$XDG_CACHE_HOME` or `~/.cache`.
+/// `$XDG_CACHE_HOME` or `~/.cache`; made absolute (from the working directory), so
+/// that a path kept in a configuration or a cluster's manifest (a trace, the run cache)
+/// names the same file in a process started elsewhere.
 pub fn user_cache_dir(var: &str, sub: &str) -> Result<PathBuf> {
-    if let Some(d) = std::env::var_os(var).filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(d).join("cachesched").join(sub));
-    }
-    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(h) => Ok(PathBuf::from(h).join(".cache/cachesched").join(sub)),
-        None => Err(invalid!(
-            "no cache directory for {sub}: set {var} (or HOME)"
-        )),
-    }
+    let dir = if let Some(d) = std::env::var_os(var).filter(|d| !d.is_empty()) {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        PathBuf::from(d).join("cachesched").join(sub)
+    } else {
+        match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+            Some(h) => PathBuf::from(h).join(".cache/cachesched").join(sub),
+            None => {
+                return Err(invalid!(
+                    "no cache directory for {sub}: set {var} (or HOME)"
+                ))
+            }
+        }
+    };
+    std::path::absolute(&dir).map_err(Error::io(format!("cannot resolve the {sub} cache"), &dir))
 }
 
 /// The part of every cache key that stands for the simulator: a hash of
